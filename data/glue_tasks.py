@@ -1,0 +1,308 @@
+"""
+GLUE (and an offline GLUE-like suite): task specs, a strict TSV reader, and the metrics.
+
+The paper fine-tunes on GLUE (Table 1, Table 2) and reports F1 for QQP and MRPC, Pearson for STS-B, Matthews
+correlation for CoLA and accuracy for the rest; its "Avg" column is the plain mean of those nine numbers with
+MNLI-m and MNLI-mm counted separately and WNLI left out (Cramming's convention; Table 2 checks out: the nine
+numbers of the ar row average to 74.1, those of the dar row to 76.0). glue_average() follows exactly that.
+
+Data lives where the prepare scripts put it, in the layout of GLUE as its original download script ships it:
+    data/glue/<Folder>/{train,dev}.tsv            python data/glue/prepare.py          (needs a network)
+    data/glue/offline/<task>/{train,dev}.tsv      python data/glue/prepare_offline.py  (package registry only)
+Rows come back as (text_a, text_b or None, label): label an int index into spec.labels, or a float (regression).
+"""
+
+import csv
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+GLUE_DIR = os.path.join("data", "glue")
+OFFLINE_DIR = os.path.join("data", "glue", "offline")
+
+# -----------------------------------------------------------------------------
+# task specs
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    folder: str                   # directory name under the data dir (the official GLUE spelling)
+    header: bool                  # False only for CoLA's train/dev.tsv: columns are then found by index
+    text_columns: tuple           # one column (single sentence) or two (a pair): header names or indices
+    label_column: object          # header name or index
+    labels: tuple = None          # raw label strings; the int label is the index here. None = regression
+    score_range: tuple = None     # (low, high) for regression labels
+    metrics: tuple = ("accuracy",)  # the first one is the task's main metric (the one GLUE averages)
+    dev_splits: tuple = ("dev",)
+    n_columns: int = None         # headerless files only: how many fields a row must have
+    offline: bool = False         # part of the offline suite (prepare_offline.py) rather than GLUE
+
+    @property
+    def is_regression(self):
+        return self.labels is None
+
+
+# The official files. Label orders follow the GLUE/HF convention (MNLI: entailment, neutral, contradiction),
+# so a class index means the same thing here as in every other GLUE codebase.
+TASKS = {
+    # CoLA train/dev.tsv: no header; source, label, original mark ('*' or empty), sentence
+    "cola": TaskSpec("CoLA", header=False, text_columns=(3,), label_column=1, labels=("0", "1"),
+                     metrics=("mcc",), n_columns=4),
+    "sst2": TaskSpec("SST-2", header=True, text_columns=("sentence",), label_column="label", labels=("0", "1")),
+    # MRPC: the download script copies the Microsoft file's header, BOM and all: read with utf-8-sig
+    "mrpc": TaskSpec("MRPC", header=True, text_columns=("#1 String", "#2 String"), label_column="Quality",
+                     labels=("0", "1"), metrics=("f1", "accuracy")),
+    "stsb": TaskSpec("STS-B", header=True, text_columns=("sentence1", "sentence2"), label_column="score",
+                     score_range=(0.0, 5.0), metrics=("pearson", "spearman")),
+    "qqp": TaskSpec("QQP", header=True, text_columns=("question1", "question2"), label_column="is_duplicate",
+                    labels=("0", "1"), metrics=("f1", "accuracy")),
+    "mnli": TaskSpec("MNLI", header=True, text_columns=("sentence1", "sentence2"), label_column="gold_label",
+                     labels=("entailment", "neutral", "contradiction"),
+                     dev_splits=("dev_matched", "dev_mismatched")),
+    "qnli": TaskSpec("QNLI", header=True, text_columns=("question", "sentence"), label_column="label",
+                     labels=("entailment", "not_entailment")),
+    "rte": TaskSpec("RTE", header=True, text_columns=("sentence1", "sentence2"), label_column="label",
+                    labels=("entailment", "not_entailment")),
+    "wnli": TaskSpec("WNLI", header=True, text_columns=("sentence1", "sentence2"), label_column="label",
+                     labels=("0", "1")),
+}
+
+# The offline suite: real annotated data from package registries, written by prepare_offline.py in the same
+# layout, so that everything downstream (fine-tuning, scoring) runs without GLUE.
+OFFLINE_TASKS = {
+    # Pang & Lee sentence polarity, 0 = negative, 1 = positive (an SST-2 stand-in)
+    "polarity": TaskSpec("polarity", header=True, text_columns=("sentence",), label_column="label",
+                         labels=("0", "1"), offline=True),
+    # CoNLL-2010 Wikipedia hedges, 0 = certain, 1 = uncertain/hedged (a CoLA stand-in: one sentence, MCC)
+    "hedge": TaskSpec("hedge", header=True, text_columns=("sentence",), label_column="label",
+                      labels=("0", "1"), metrics=("mcc", "accuracy"), offline=True),
+    # Clough & Stevenson: a student answer and the Wikipedia source it was written from; 0 = written
+    # independently, 1 = heavy revision, 2 = light revision, 3 = cut and paste (a pair task, 4 classes)
+    "plagiarism": TaskSpec("plagiarism", header=True, text_columns=("answer", "source"), label_column="label",
+                           labels=("0", "1", "2", "3"), metrics=("accuracy", "mcc"), offline=True),
+    # Lee et al. 2005: pairs of news documents with mean human similarity, rescaled to [0, 1] (an STS-B stand-in)
+    "lee_sts": TaskSpec("lee_sts", header=True, text_columns=("document1", "document2"), label_column="score",
+                        score_range=(0.0, 1.0), metrics=("pearson", "spearman"), offline=True),
+}
+
+ALL_TASKS = {**TASKS, **OFFLINE_TASKS}
+
+
+def get_task(task):
+    if task not in ALL_TASKS:
+        raise ValueError(f"unknown task {task!r}: choose one of {', '.join(ALL_TASKS)}")
+    return ALL_TASKS[task]
+
+
+def default_dir(task):
+    """Where the prepare scripts put a task's data (relative to the repo root)."""
+    return OFFLINE_DIR if get_task(task).offline else GLUE_DIR
+
+
+def prepare_hint(task):
+    if get_task(task).offline:
+        return "run `python data/glue/prepare_offline.py`"
+    return f"run `python data/glue/prepare.py --tasks {task}` (needs a network)"
+
+
+def result_key(task, split):
+    """The name a (task, dev split) score goes under in glue_average's input: 'mnli_m' / 'mnli_mm', else task."""
+    spec = get_task(task)
+    if split not in spec.dev_splits:
+        raise ValueError(f"{task} is scored on {', '.join(spec.dev_splits)}, not {split!r}")
+    if len(spec.dev_splits) == 1:
+        return task
+    return {"dev_matched": f"{task}_m", "dev_mismatched": f"{task}_mm"}[split]
+
+# -----------------------------------------------------------------------------
+# reading the TSVs
+
+
+def _column_index(task, header, column, path):
+    if header is None:
+        return column
+    if column not in header:
+        raise ValueError(f"{path}:1: header has no column {column!r} (it has {header}); "
+                         f"not the official layout? {prepare_hint(task)}")
+    return header.index(column)
+
+
+def _parse_label(spec, raw, where):
+    if spec.is_regression:
+        try:
+            score = float(raw)
+        except ValueError:
+            raise ValueError(f"{where}: score {raw!r} is not a number") from None
+        low, high = spec.score_range
+        if not low <= score <= high:  # also rejects nan
+            raise ValueError(f"{where}: score {score} is outside [{low}, {high}]")
+        return score
+    if raw not in spec.labels:
+        raise ValueError(f"{where}: label {raw!r} is not one of {list(spec.labels)}")
+    return spec.labels.index(raw)
+
+
+def read_task(glue_dir, task, split):
+    """Rows of one split as a list of (text_a, text_b or None, label). Strict: any bad row is one clear error."""
+    spec = get_task(task)
+    splits = ("train",) + spec.dev_splits
+    if split not in splits:
+        raise ValueError(f"{task} has splits {', '.join(splits)} (with labels), not {split!r}")
+    task_dir = os.path.join(glue_dir, spec.folder)
+    if not os.path.isdir(task_dir):
+        raise ValueError(f"{task}: no folder {task_dir}: {prepare_hint(task)}")
+    path = os.path.join(task_dir, f"{split}.tsv")
+    if not os.path.isfile(path):
+        raise ValueError(f"{task}: {path} is missing: {prepare_hint(task)}")
+
+    rows = []
+    # utf-8-sig drops MRPC's BOM; QUOTE_NONE because GLUE text is raw: a '"' is a character, never quoting
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        header, n_columns = None, spec.n_columns
+        if spec.header:
+            header = next(reader, None)
+            if header is None:
+                raise ValueError(f"{path}: file is empty (expected a header): {prepare_hint(task)}")
+            n_columns = len(header)
+        text_idx = [_column_index(task, header, column, path) for column in spec.text_columns]
+        label_idx = _column_index(task, header, spec.label_column, path)
+        for fields in reader:
+            if not fields:
+                continue  # a blank line holds no example
+            where = f"{path}:{reader.line_num}"
+            if len(fields) != n_columns:
+                raise ValueError(f"{where}: expected {n_columns} tab-separated fields, got {len(fields)} "
+                                 f"(a stray tab or newline inside a text?)")
+            label = _parse_label(spec, fields[label_idx], where)
+            text_b = fields[text_idx[1]] if len(text_idx) == 2 else None
+            rows.append((fields[text_idx[0]], text_b, label))
+    if not rows:
+        raise ValueError(f"{path}: no examples in the file: {prepare_hint(task)}")
+    return rows
+
+# -----------------------------------------------------------------------------
+# metrics (plain numpy; tests check each against scikit-learn / scipy)
+
+
+def _as_pair(preds, labels):
+    preds, labels = np.asarray(preds), np.asarray(labels)
+    if preds.ndim != 1 or preds.shape != labels.shape or preds.size == 0:
+        raise ValueError(f"preds and labels must be equal-length non-empty 1-D arrays, "
+                         f"got shapes {preds.shape} and {labels.shape}")
+    return preds, labels
+
+
+def accuracy(preds, labels):
+    preds, labels = _as_pair(preds, labels)
+    return float(np.mean(preds == labels))
+
+
+def f1(preds, labels):
+    """Binary F1 of the positive class 1 = 2TP / (2TP + FP + FN); 0 when there are no positives at all."""
+    preds, labels = _as_pair(preds, labels)
+    tp = np.sum((preds == 1) & (labels == 1))
+    fp = np.sum((preds == 1) & (labels != 1))
+    fn = np.sum((preds != 1) & (labels == 1))
+    denominator = 2 * tp + fp + fn
+    return float(2 * tp / denominator) if denominator > 0 else 0.0
+
+
+def matthews_corrcoef(preds, labels):
+    """Matthews correlation, the K-class form (Gorodkin 2004) that reduces to (TP TN - FP FN) / sqrt(...) for
+    two classes. 0 when either side is constant (no correlation is measurable), as scikit-learn does."""
+    preds, labels = _as_pair(preds, labels)
+    classes, codes = np.unique(np.concatenate([labels, preds]), return_inverse=True)
+    k, n = len(classes), len(labels)
+    confusion = np.zeros((k, k), dtype=np.float64)
+    np.add.at(confusion, (codes[:n], codes[n:]), 1.0)  # rows: true class, columns: predicted class
+    true_counts, pred_counts = confusion.sum(axis=1), confusion.sum(axis=0)
+    correct, total = np.trace(confusion), float(n)
+    covariance = correct * total - pred_counts @ true_counts
+    denominator = np.sqrt((total**2 - pred_counts @ pred_counts) * (total**2 - true_counts @ true_counts))
+    return float(covariance / denominator) if denominator > 0 else 0.0
+
+
+def pearson(preds, labels):
+    """Pearson correlation; 0 (not nan) when either side is constant, so one collapsed run can't nan an average."""
+    preds, labels = _as_pair(preds, labels)
+    x = preds.astype(np.float64) - preds.mean(dtype=np.float64)
+    y = labels.astype(np.float64) - labels.mean(dtype=np.float64)
+    denominator = np.sqrt((x @ x) * (y @ y))
+    return float(np.clip(x @ y / denominator, -1.0, 1.0)) if denominator > 0 else 0.0
+
+
+def average_ranks(values):
+    """1-based ranks; tied values share the mean of the ranks they span (what Spearman's rho needs)."""
+    values = np.asarray(values)
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    new_group = np.r_[True, ordered[1:] != ordered[:-1]]
+    starts = np.flatnonzero(new_group)               # first sorted position of each tie group
+    ends = np.r_[starts[1:], len(values)]            # one past its last
+    group_rank = (starts + 1 + ends) / 2.0           # mean of the ranks starts+1 .. ends
+    ranks = np.empty(len(values), dtype=np.float64)
+    ranks[order] = group_rank[np.cumsum(new_group) - 1]
+    return ranks
+
+
+def spearman(preds, labels):
+    preds, labels = _as_pair(preds, labels)
+    return pearson(average_ranks(preds), average_ranks(labels))
+
+
+METRICS = {"accuracy": accuracy, "f1": f1, "mcc": matthews_corrcoef, "pearson": pearson, "spearman": spearman}
+
+# -----------------------------------------------------------------------------
+# scores and the GLUE average
+
+
+def task_score(task, preds, labels):
+    """Every metric of the task, in percent, main metric first. preds: class ids, or scores for regression."""
+    spec = get_task(task)
+    preds, labels = _as_pair(preds, labels)
+    if not spec.is_regression:
+        bad = ~np.isin(preds, np.arange(len(spec.labels)))
+        if bad.any():
+            raise ValueError(f"{task}: predictions must be class ids 0..{len(spec.labels) - 1} "
+                             f"(take the argmax of the logits), got {preds[bad][0]!r}")
+    return {name: 100.0 * METRICS[name](preds, labels) for name in spec.metrics}
+
+
+# GLUE's average as the paper's Table 2 (and Cramming) reports it: nine numbers, WNLI out
+GLUE_AVERAGE_KEYS = ("mnli_m", "mnli_mm", "sst2", "stsb", "rte", "qnli", "qqp", "mrpc", "cola")
+OFFLINE_AVERAGE_KEYS = tuple(OFFLINE_TASKS)
+
+
+def _task_of_key(key):
+    return "mnli" if key in ("mnli_m", "mnli_mm") else key
+
+
+def glue_average(results, allow_partial=False):
+    """Mean of each task's main metric. results: {result_key(task, split): task_score(...)}.
+
+    GLUE: the nine GLUE_AVERAGE_KEYS (main metrics: CoLA MCC, STS-B Pearson, MRPC/QQP F1, accuracy elsewhere);
+    WNLI, when present, is ignored (its dev set is adversarial; Devlin et al. and Cramming leave it out).
+    Offline suite: the mean over its four tasks. Mixing the two is refused. allow_partial=True averages
+    whatever subset is there (for quick runs; not comparable with the paper)."""
+    keys = [key for key in results if key != "wnli"]
+    for key in keys:
+        get_task(_task_of_key(key))  # one clear error for an unknown name
+        if key == "mnli":
+            raise ValueError("MNLI has two scores: store them as 'mnli_m' and 'mnli_mm' (see result_key)")
+    offline = [key for key in keys if get_task(_task_of_key(key)).offline]
+    if offline and len(offline) != len(keys):
+        raise ValueError(f"results mix the offline suite ({', '.join(offline)}) with GLUE: average them apart")
+    expected = OFFLINE_AVERAGE_KEYS if offline else GLUE_AVERAGE_KEYS
+    missing = [key for key in expected if key not in keys]
+    if not keys or (missing and not allow_partial):
+        raise ValueError(f"glue_average needs {', '.join(missing or expected)} as well "
+                         f"(or allow_partial=True for a partial average)")
+    main_scores = []
+    for key in keys:
+        main_metric = get_task(_task_of_key(key)).metrics[0]
+        if main_metric not in results[key]:
+            raise ValueError(f"results[{key!r}] lacks its main metric {main_metric!r}: pass task_score()'s dict")
+        main_scores.append(float(results[key][main_metric]))
+    return float(np.mean(main_scores))

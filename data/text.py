@@ -1,0 +1,407 @@
+"""
+Text data: the GPT-2 BPE tokenizer (works offline), prepared corpora, and batches.
+
+A prepared corpus is a folder data/<name>/ written by `python data/<name>/prepare.py`:
+    train.bin, val.bin (test.bin)   uint16 GPT-2 ids; every document is followed by <|endoftext|>
+    meta.json                       tokenizer, vocab size, BOS id, token and document counts, source
+Training draws random windows with get_batch(); evaluation walks a split with iter_windows().
+Every window starts with BOS = <|endoftext|> in column 0: the always-visible conditioning token that
+every row of every attention mask may see (SPEC Sec. 1, two-stream attention), so no row is empty.
+"""
+
+import collections
+import gzip
+import hashlib
+import io
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import tiktoken
+import tiktoken.load
+import torch
+from tqdm import tqdm
+
+BOS = 50256  # GPT-2 <|endoftext|>: conditioning token of every window and separator between documents
+VOCAB_SIZE = 50257
+DATA_DIR = Path(__file__).resolve().parent
+CACHE_DIR = DATA_DIR / "cache"
+
+# -----------------------------------------------------------------------------
+# tokenizer: tiktoken's GPT-2 BPE, with its ranks also found offline
+
+# The GPT-2 ranks ship inside the openai-whisper source package (MIT); tiktoken itself downloads them
+# from the network on first use. The sha256 pins the exact file, whatever the package version.
+RANKS_FILE = CACHE_DIR / "gpt2.tiktoken"
+RANKS_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
+RANKS_SDIST = "openai-whisper==20250625"
+RANKS_MEMBER = "whisper/assets/gpt2.tiktoken"
+PIP_FETCH = f"python -m pip download --no-deps --no-binary :all: {RANKS_SDIST} -d data/cache/"
+# GPT-2's pre-tokenizer: contractions, letter runs, digit runs, other symbols (each with at most one
+# leading space), then whitespace; BPE merges only ever act inside one of these pieces.
+GPT2_SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+_tokenizer = None
+
+
+def encoding_from_ranks(path):
+    """Build the GPT-2 Encoding from a local ranks file; a file with the wrong hash is refused."""
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    if digest != RANKS_SHA256:
+        raise ValueError(f"{path} is not the GPT-2 BPE ranks file (sha256 {digest[:16]}..., expected "
+                         f"{RANKS_SHA256[:16]}...): delete it and rerun, or fetch it with `{PIP_FETCH}`")
+    ranks = tiktoken.load.load_tiktoken_bpe(str(path), expected_hash=RANKS_SHA256)
+    return tiktoken.Encoding(name="gpt2", pat_str=GPT2_SPLIT_PATTERN, mergeable_ranks=ranks,
+                             special_tokens={"<|endoftext|>": BOS}, explicit_n_vocab=VOCAB_SIZE)
+
+
+def fetch_ranks(dest):
+    """Fetch the openai-whisper sdist with pip (the registry only) and extract the GPT-2 ranks to dest."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    sdists = sorted(dest.parent.glob("openai_whisper-*.tar.gz"))  # a previous fetch needs no network
+    if not sdists:
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                   "--quiet", RANKS_SDIST, "-d", str(dest.parent)]
+        result = subprocess.run(command, capture_output=True, text=True)
+        sdists = sorted(dest.parent.glob("openai_whisper-*.tar.gz"))
+        if result.returncode != 0 or not sdists:
+            last_line = (result.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"pip could not download {RANKS_SDIST} ({last_line})")
+    with tarfile.open(sdists[-1]) as sdist:
+        member = next((m for m in sdist.getmembers() if m.name.endswith(RANKS_MEMBER)), None)
+        if member is None:
+            raise RuntimeError(f"{sdists[-1]} holds no {RANKS_MEMBER}")
+        raw = sdist.extractfile(member).read()
+    if hashlib.sha256(raw).hexdigest() != RANKS_SHA256:
+        raise RuntimeError(f"{RANKS_MEMBER} in {sdists[-1].name} has the wrong sha256")
+    write_bytes_atomic(dest, raw)
+    return dest
+
+
+def get_tokenizer():
+    """The GPT-2 Encoding (cached): the local ranks file first (no network wait), then tiktoken's own
+    download, then the ranks from the openai-whisper sdist via pip."""
+    global _tokenizer
+    if _tokenizer is not None:
+        return _tokenizer
+    if RANKS_FILE.exists():
+        _tokenizer = encoding_from_ranks(RANKS_FILE)
+        return _tokenizer
+    try:
+        _tokenizer = tiktoken.get_encoding("gpt2")
+        return _tokenizer
+    except Exception:  # no network (or a broken tiktoken cache): fall back to pip
+        pass
+    try:
+        fetch_ranks(RANKS_FILE)
+    except (RuntimeError, OSError, tarfile.TarError) as error:
+        raise RuntimeError(f"cannot load the GPT-2 BPE: tiktoken could not download it and {error}; "
+                           f"with network run `{PIP_FETCH}`, or copy gpt2.tiktoken to {RANKS_FILE}") from None
+    _tokenizer = encoding_from_ranks(RANKS_FILE)
+    return _tokenizer
+
+
+# -----------------------------------------------------------------------------
+# reading documents from files
+
+TEXT_SUFFIXES = (".txt",)
+JSONL_SUFFIXES = (".jsonl", ".json")  # C4 names its JSON-lines shards *.json.gz
+COMPRESSED_SUFFIXES = ("", ".gz", ".zst")
+SUPPORTED = tuple(base + comp for base in TEXT_SUFFIXES + JSONL_SUFFIXES for comp in COMPRESSED_SUFFIXES)
+
+
+def expand_inputs(spec):
+    """'a.jsonl,shards/*.json.gz,dir' -> sorted list of files (a directory = its supported files)."""
+    paths = []
+    for part in [p for p in str(spec).split(",") if p.strip()]:
+        part = Path(part.strip()).expanduser()
+        matches = sorted(part.parent.glob(part.name)) if any(c in part.name for c in "*?[") else [part]
+        for match in matches:
+            if match.is_dir():
+                paths += sorted(f for f in match.rglob("*") if f.name.lower().endswith(SUPPORTED))
+            elif match.exists():
+                paths.append(match)
+    if not paths:
+        raise FileNotFoundError(f"no input files match --input={spec} (supported: {', '.join(SUPPORTED)})")
+    return paths
+
+
+def open_text(path):
+    """Open a text file, decompressing .gz or .zst (zstandard is optional: only Pile shards need it)."""
+    path = Path(path)
+    if path.name.lower().endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8")
+    if path.name.lower().endswith(".zst"):
+        try:
+            import zstandard
+        except ImportError:
+            raise ImportError(f"reading {path.name} needs the zstandard package: pip install zstandard") from None
+        return io.TextIOWrapper(zstandard.ZstdDecompressor().stream_reader(open(path, "rb")), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def read_documents(paths, text_field="text"):
+    """Yield the documents (str) of files in order.
+
+    .txt: one file is one document (a play, a book, an article; blank lines are paragraphs, not
+    document breaks). .jsonl / .json: JSON lines, one document per line, taken from `text_field`.
+    Either may be compressed as .gz or .zst. A directory stands for its supported files, sorted.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    for path in [p for spec in paths for p in expand_inputs(spec)]:
+        name = path.name.lower()
+        if not name.endswith(SUPPORTED):
+            raise ValueError(f"{path}: unsupported file type (supported: {', '.join(SUPPORTED)})")
+        with open_text(path) as lines:
+            if name.removesuffix(".gz").removesuffix(".zst").endswith(TEXT_SUFFIXES):
+                yield lines.read()
+                continue
+            for line_number, line in enumerate(lines, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise ValueError(f"{path}:{line_number}: not a JSON line ({error.msg})") from None
+                if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
+                    raise ValueError(f"{path}:{line_number}: no string field '{text_field}' "
+                                     f"(pick the field with --text_field=...)")
+                yield record[text_field]
+
+
+def hold_out_tail(docs, n_tail):
+    """Split a document stream into (all but the last n_tail, the last n_tail), buffering only the tail.
+    The second iterator is valid only once the first is exhausted (write_corpus reads train first)."""
+    tail, head_done = collections.deque(), []
+
+    def head():
+        for doc in docs:
+            if doc.strip():
+                tail.append(doc)
+                if len(tail) > n_tail:
+                    yield tail.popleft()
+        head_done.append(True)
+
+    def held_out():
+        if not head_done:
+            raise RuntimeError("hold_out_tail: read the first iterator to its end before the second")
+        yield from tail
+
+    return head(), held_out()
+
+
+# -----------------------------------------------------------------------------
+# writing a corpus
+
+def write_bytes_atomic(path, payload):
+    """Write to a temp file beside path, then rename: a crash never leaves a half-written file."""
+    path = Path(path)
+    temp = path.with_name(path.name + ".tmp")
+    temp.write_bytes(payload)
+    os.replace(temp, path)
+
+
+def write_split(path, docs, encoder, split):
+    """Tokenise docs (EOT after each) into a uint16 file, streaming; returns (tokens, docs)."""
+    temp = path.with_name(path.name + ".tmp")
+    n_tokens = n_docs = 0
+    try:
+        with open(temp, "wb") as out, tqdm(desc=f"tokenizing {split}", unit=" docs") as progress:
+            batch = []
+            for doc in itertools.chain(docs, [None]):  # None flushes the last batch
+                if doc is not None and doc.strip():
+                    batch.append(doc)
+                if batch and (doc is None or len(batch) == 256):
+                    for ids in encoder.encode_ordinary_batch(batch, num_threads=os.cpu_count() or 1):
+                        ids.append(BOS)
+                        out.write(np.asarray(ids, dtype=np.uint16).tobytes())
+                        n_tokens += len(ids)
+                    n_docs += len(batch)
+                    progress.update(len(batch))
+                    batch = []
+        if n_docs:
+            os.replace(temp, path)
+        else:
+            path.unlink(missing_ok=True)  # an old split from a previous prepare would contradict meta.json
+    finally:
+        temp.unlink(missing_ok=True)
+    return n_tokens, n_docs
+
+
+def write_corpus(out_dir, train_docs, val_docs, source, test_docs=()):
+    """Tokenise document iterables into out_dir/{train,val,test}.bin and meta.json.
+    An empty split (an eval-only corpus has no train) gets no .bin; meta.json lists the splits written."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "meta.json").unlink(missing_ok=True)  # no meta describing bins that are being rewritten
+    encoder = get_tokenizer()
+    meta = {"tokenizer": "gpt2", "vocab_size": VOCAB_SIZE, "bos": BOS, "dtype": "uint16",
+            "source": source, "splits": []}
+    for split, docs in (("train", train_docs), ("val", val_docs), ("test", test_docs)):
+        n_tokens, n_docs = write_split(out_dir / f"{split}.bin", docs, encoder, split)
+        meta[f"{split}_tokens"], meta[f"{split}_docs"] = n_tokens, n_docs
+        if n_docs:
+            meta["splits"].append(split)
+            print(f"{split}: {n_docs:,} docs, {n_tokens:,} tokens -> {out_dir / (split + '.bin')}")
+    if not meta["splits"]:
+        raise ValueError(f"no non-empty documents to write to {out_dir}: check the input files")
+    if "train" not in meta["splits"]:
+        print(f"no train split: {out_dir} is an evaluation-only corpus")
+    write_bytes_atomic(out_dir / "meta.json", (json.dumps(meta, indent=2) + "\n").encode())
+    return meta
+
+
+# -----------------------------------------------------------------------------
+# loading tokens and making batches
+
+def prepare_command(data_dir):
+    """The command that (re)creates data_dir, for error messages."""
+    data_dir = Path(data_dir)
+    if (DATA_DIR / data_dir.name / "prepare.py").exists() and data_dir.resolve() == DATA_DIR / data_dir.name:
+        return f"python data/{data_dir.name}/prepare.py"
+    return f"python data/prepare.py --input=YOUR_FILES --out_dir={data_dir}"
+
+
+def read_meta(data_dir):
+    """meta.json of a prepared corpus, or None if there is none (e.g. bins made elsewhere)."""
+    path = Path(data_dir) / "meta.json"
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        raise ValueError(f"{path} is corrupt: rerun `{prepare_command(data_dir)}`") from None
+
+
+def load_tokens(data_dir, split):
+    """The uint16 token stream of one split, memory-mapped (read-only)."""
+    data_dir = Path(data_dir)
+    path = data_dir / f"{split}.bin"
+    meta = read_meta(data_dir)
+    if meta is not None and meta.get("vocab_size") != VOCAB_SIZE:
+        raise ValueError(f"vocab mismatch: {data_dir} was prepared with vocab_size {meta.get('vocab_size')}, "
+                         f"the models here use GPT-2's {VOCAB_SIZE}: rerun `{prepare_command(data_dir)}`")
+    if not path.exists():
+        if meta is not None and meta.get("splits"):
+            raise FileNotFoundError(f"{data_dir} has no '{split}' split (it has {', '.join(meta['splits'])}): "
+                                    f"pick another split or dataset")
+        raise FileNotFoundError(f"{path} not found: run `{prepare_command(data_dir)}` first")
+    size = path.stat().st_size
+    if size == 0 or size % 2:
+        raise ValueError(f"{path} is {'empty' if size == 0 else 'truncated'}: rerun `{prepare_command(data_dir)}`")
+    return np.memmap(path, dtype=np.uint16, mode="r")
+
+
+def as_token_array(data):
+    """A 1-D token array from a .bin path (reopened per call: a long-lived memmap leaks memory, as
+    nanoGPT notes), a numpy array or a tensor."""
+    if isinstance(data, (str, Path)):
+        path = Path(data)
+        if not path.exists():
+            raise FileNotFoundError(f"{path} not found: run `{prepare_command(path.parent)}` first")
+        if path.stat().st_size < 2:
+            raise ValueError(f"{path} is empty: rerun `{prepare_command(path.parent)}`")
+        return np.memmap(path, dtype=np.uint16, mode="r")
+    tokens = data.numpy() if isinstance(data, torch.Tensor) else np.asarray(data)
+    if tokens.ndim != 1:
+        raise ValueError(f"expected a 1-D token stream, got shape {tuple(tokens.shape)}")
+    return tokens
+
+
+def check_length(tokens, block_size):
+    if block_size < 2:
+        raise ValueError(f"block_size={block_size}: a window needs BOS plus at least one token")
+    if len(tokens) < block_size:
+        raise ValueError(f"the token stream has {len(tokens)} tokens, fewer than block_size={block_size}: "
+                         f"use a smaller block_size or a larger corpus")
+
+
+def window(tokens, start, length):
+    """BOS followed by tokens[start:start+length], as int64."""
+    row = torch.empty(length + 1, dtype=torch.long)
+    row[0] = BOS
+    row[1:] = torch.from_numpy(tokens[start:start + length].astype(np.int64))
+    return row
+
+
+def get_batch(data, batch_size, block_size, generator):
+    """(batch_size, block_size) LongTensor: column 0 is BOS, columns 1.. are block_size-1 consecutive
+    tokens from offsets drawn with `generator` (a CPU torch.Generator), so the data position is part of
+    the generator state that a checkpoint saves and restores."""
+    tokens = as_token_array(data)
+    check_length(tokens, block_size)
+    span = block_size - 1
+    starts = torch.randint(len(tokens) - span + 1, (batch_size,), generator=generator).tolist()
+    return torch.stack([window(tokens, start, span) for start in starts])
+
+
+def iter_windows(data, block_size, batch_size=None):
+    """Consecutive, non-overlapping windows BOS + tokens[k*(block_size-1) : (k+1)*(block_size-1)] over a
+    whole split, for evaluation; the last partial span (< block_size-1 tokens) is left out.
+    Yields (block_size,) tensors, or (<=batch_size, block_size) stacks when batch_size is given."""
+    tokens = as_token_array(data)
+    check_length(tokens, block_size)
+    span = block_size - 1
+    starts = range(0, len(tokens) // span * span, span)
+    if batch_size is None:
+        for start in starts:
+            yield window(tokens, start, span)
+        return
+    for first in range(0, len(starts), batch_size):
+        yield torch.stack([window(tokens, start, span) for start in starts[first:first + batch_size]])
+
+
+# -----------------------------------------------------------------------------
+# helpers for the prepare scripts
+
+def parse_overrides(defaults, argv=None):
+    """nanoGPT-style --key=value overrides of a prepare script's defaults (typed like the default)."""
+    config = dict(defaults)
+    for arg in sys.argv[1:] if argv is None else argv:
+        key, has_value, value = arg.removeprefix("--").partition("=")
+        if not arg.startswith("--") or not has_value:
+            raise SystemExit(f"bad argument {arg!r}: use --key=value with key in {', '.join(config)}")
+        if key not in config:
+            raise SystemExit(f"unknown option --{key}: options are {', '.join('--' + k for k in config)}")
+        default = config[key]
+        try:
+            if isinstance(default, bool):
+                if value.lower() not in ("true", "false", "1", "0"):
+                    raise ValueError(value)
+                config[key] = value.lower() in ("true", "1")
+            else:
+                config[key] = value if default is None else type(default)(value)
+        except ValueError:
+            raise SystemExit(f"--{key}={value}: expected a {type(default).__name__}") from None
+    return config
+
+
+def download(url, dest_dir):
+    """Fetch url into dest_dir (kept: a second prepare needs no network); returns the local path."""
+    dest = Path(dest_dir) / Path(urllib.request.urlparse(url).path).name
+    if dest.exists():
+        print(f"using {dest} (already downloaded)")
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    temp = dest.with_name(dest.name + ".tmp")
+    print(f"downloading {url} -> {dest}")
+    try:
+        with urllib.request.urlopen(url) as response, open(temp, "wb") as out, \
+                tqdm(total=int(response.headers.get("Content-Length") or 0) or None, unit="B", unit_scale=True) as bar:
+            while chunk := response.read(1 << 20):
+                out.write(chunk)
+                bar.update(len(chunk))
+        os.replace(temp, dest)
+    except OSError as error:
+        raise SystemExit(f"could not download {url} ({error}): download it yourself and pass --input=PATH") from None
+    finally:
+        temp.unlink(missing_ok=True)
+    return dest

@@ -1,0 +1,400 @@
+"""
+One Transformer for every objective in the paper, for text tokens and image patches.
+
+The model never asks which objective it is trained with. objectives.py hands it a batch of *group ids* and the
+model turns them into attention masks (App. B.3, Eq. 23-24):
+  content stream h:  row i sees content j  iff  group[i] >= group[j]
+  query stream g:    row i sees content j  iff  group[i] >  group[j]
+Both streams share every weight; keys and values come from the content stream only. Stacking the query rows
+under the content rows turns the pair into ONE attention call per layer with a single rule,
+  row i sees key j  iff  key_group[j] <= row_limit[i],
+where row_limit is the content group for content rows and (query group - 1) for query rows (integer groups).
+One-stream GPT is content groups 0,1,2,...; one-stream BERT is every group 0; padding gets PAD_GROUP.
+"""
+import math
+import os
+from dataclasses import dataclass, fields
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+PAD_GROUP = 2 ** 30  # padding rows: no real row ever sees them (and they see everything, so no row is empty)
+
+# -----------------------------------------------------------------------------
+# configuration
+
+@dataclass
+class ModelConfig:
+    input_kind: str = 'tokens'   # 'tokens' (GPT-2 BPE ids) or 'patches' (images)
+    vocab_size: int = 50304      # GPT-2's 50257 padded up to a multiple of 64 (nanoGPT)
+    block_size: int = 128        # longest sequence, conditioning token included
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+    dropout: float = 0.0
+    bias: bool = False           # Cramming drops biases
+    mlp: str = 'gelu'            # 'gelu' (GPT-2) or 'glu' (Cramming's gated GELU)
+    image_size: int = 32
+    patch_size: int = 4
+    channels: int = 1
+    norm_pix_loss: bool = False  # MAE: regress per-patch normalised pixels
+    attn_backend: str = 'sdpa'   # 'sdpa' (dense bool mask; the reference) or 'flex' (block-sparse, CUDA)
+
+    def __post_init__(self):
+        if self.input_kind not in ('tokens', 'patches'):
+            raise ValueError(f"input_kind must be 'tokens' or 'patches', got {self.input_kind!r}")
+        if self.mlp not in ('gelu', 'glu'):
+            raise ValueError(f"mlp must be 'gelu' or 'glu', got {self.mlp!r}")
+        if self.attn_backend not in ('sdpa', 'flex'):
+            raise ValueError(f"attn_backend must be 'sdpa' or 'flex', got {self.attn_backend!r}")
+        if self.n_embd % self.n_head:
+            raise ValueError(f"n_embd={self.n_embd} is not divisible by n_head={self.n_head}")
+        if self.input_kind == 'patches':
+            if self.image_size % self.patch_size:
+                raise ValueError(f"image_size={self.image_size} is not divisible by patch_size={self.patch_size}: "
+                                 "pick a patch size that divides it")
+            self.block_size = (self.image_size // self.patch_size) ** 2 + 1  # patches + CLS
+
+    @property
+    def patch_dim(self):
+        return self.channels * self.patch_size ** 2
+
+# -----------------------------------------------------------------------------
+# images as sequences of patches
+
+def patchify(imgs, patch_size):
+    """(B, C, H, W) -> (B, N, C*p*p), patches in raster order."""
+    B, C, H, W = imgs.shape
+    p = patch_size
+    if H % p or W % p:
+        raise ValueError(f"image size {H}x{W} is not divisible by patch_size={p}")
+    x = imgs.reshape(B, C, H // p, p, W // p, p)
+    return x.permute(0, 2, 4, 3, 5, 1).reshape(B, (H // p) * (W // p), p * p * C)
+
+def unpatchify(patches, patch_size, channels):
+    """(B, N, C*p*p) -> (B, C, H, W); the exact inverse of patchify for square images."""
+    B, N, _ = patches.shape
+    p, side = patch_size, math.isqrt(N)
+    if side * side != N:
+        raise ValueError(f"{N} patches do not form a square image")
+    x = patches.reshape(B, side, side, p, p, channels)
+    return x.permute(0, 5, 1, 3, 2, 4).reshape(B, channels, side * p, side * p)
+
+def sincos_2d(n_embd, grid):
+    """Fixed 2-D sine-cosine position embeddings (MAE); row 0 (the CLS slot) is zero."""
+    if n_embd % 4:
+        raise ValueError(f"n_embd={n_embd} must be divisible by 4 for 2-D sin-cos positions")
+    omega = 1.0 / 10000 ** (torch.arange(n_embd // 4, dtype=torch.float64) / (n_embd // 4))
+    ys, xs = torch.meshgrid(torch.arange(grid, dtype=torch.float64), torch.arange(grid, dtype=torch.float64),
+                            indexing='ij')
+    parts = [torch.sin(a.reshape(-1, 1) * omega) for a in (ys, xs)] + \
+            [torch.cos(a.reshape(-1, 1) * omega) for a in (ys, xs)]
+    table = torch.cat(parts, dim=1).float()
+    return torch.cat([torch.zeros(1, n_embd), table], dim=0)
+
+# -----------------------------------------------------------------------------
+# masks from group ids
+
+def row_limits(content_groups, query_groups=None):
+    """Largest key group each row may see: content rows see <= their group, query rows strictly less (Eq. 24)."""
+    if query_groups is None:
+        return content_groups
+    return torch.cat([content_groups, query_groups - 1], dim=1)
+
+def dense_mask(content_groups, query_groups=None):
+    """(B, 1, rows, keys) boolean mask, True = may attend. The SDPA path and the reference for every test."""
+    limits = row_limits(content_groups, query_groups)
+    return (content_groups[:, None, :] <= limits[:, :, None])[:, None]
+
+def open_pairs(content_groups, query_groups=None):
+    """Number of (row, key) pairs the mask opens, per sequence: the attention work a mask-aware kernel does."""
+    limits = row_limits(content_groups, query_groups)
+    keys = content_groups.sort(dim=1).values.contiguous()
+    return torch.searchsorted(keys, limits.contiguous(), right=True).sum(dim=1)
+
+_flex_compiled = None
+
+def flex_block_mask(content_groups, query_groups=None):
+    """One BlockMask per batch, shared by all layers; mask_mod reads the group ids, so no S x S tensor exists."""
+    from torch.nn.attention.flex_attention import create_block_mask
+    limits = row_limits(content_groups, query_groups).contiguous()
+    keys = content_groups.contiguous()
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return keys[b, kv_idx] <= limits[b, q_idx]
+    B, rows = limits.shape
+    return create_block_mask(mask_mod, B, None, rows, keys.shape[1], device=keys.device)
+
+def flex_attention(q, k, v, block_mask):
+    # compiled on CUDA (eager flex materialises the scores); eager on CPU, where there is no compiled backward
+    global _flex_compiled
+    from torch.nn.attention.flex_attention import flex_attention as flex
+    if q.device.type != 'cuda':
+        return flex(q, k, v, block_mask=block_mask)
+    if _flex_compiled is None:
+        _flex_compiled = torch.compile(flex, dynamic=False)
+    return _flex_compiled(q, k, v, block_mask=block_mask)
+
+# -----------------------------------------------------------------------------
+# the Transformer block (pre-LN), shared by both streams
+
+class Attention(nn.Module):
+
+    def __init__(self, config):
+        super().__init__()
+        self.n_head, self.n_embd, self.dropout = config.n_head, config.n_embd, config.dropout
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.resid_dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x, n_content, mask, causal):
+        B, R, C = x.shape
+        q, k, v = self.c_attn(x[:, :n_content]).split(C, dim=2)
+        if R > n_content:  # query rows: only their queries (Eq. 23: K and V come from the content stream)
+            bias = None if self.c_attn.bias is None else self.c_attn.bias[:C]
+            q = torch.cat([q, F.linear(x[:, n_content:], self.c_attn.weight[:C], bias)], dim=1)
+        q = q.view(B, R, self.n_head, C // self.n_head).transpose(1, 2)
+        k = k.view(B, n_content, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, n_content, self.n_head, C // self.n_head).transpose(1, 2)
+        if mask is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                               dropout_p=self.dropout if self.training else 0.0)
+        elif isinstance(mask, torch.Tensor):
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                               dropout_p=self.dropout if self.training else 0.0)
+        else:
+            y = flex_attention(q, k, v, mask)
+        y = y.transpose(1, 2).contiguous().view(B, R, C)
+        return self.resid_dropout(self.c_proj(y))
+
+class MLP(nn.Module):
+
+    def __init__(self, config):
+        super().__init__()
+        self.glu = config.mlp == 'glu'
+        hidden = 4 * config.n_embd
+        self.c_fc = nn.Linear(config.n_embd, 2 * hidden if self.glu else hidden, bias=config.bias)
+        self.c_proj = nn.Linear(hidden, config.n_embd, bias=config.bias)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x):
+        x = self.c_fc(x)
+        if self.glu:
+            gate, value = x.chunk(2, dim=-1)
+            x = F.gelu(gate) * value
+        else:
+            x = F.gelu(x)
+        return self.dropout(self.c_proj(x))
+
+class Block(nn.Module):
+
+    def __init__(self, config):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.attn = Attention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.mlp = MLP(config)
+
+    def forward(self, x, n_content, mask, causal):
+        x = x + self.attn(self.ln_1(x), n_content, mask, causal)
+        return x + self.mlp(self.ln_2(x))
+
+# -----------------------------------------------------------------------------
+# the model
+
+class Transformer(nn.Module):
+
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        d = config.n_embd
+        if config.input_kind == 'tokens':
+            self.wte = nn.Embedding(config.vocab_size, d)
+            self.wpe = nn.Embedding(config.block_size, d)
+            self.lm_head = nn.Linear(d, config.vocab_size, bias=False)
+            self.lm_head.weight = self.wte.weight  # weight tying (GPT-2)
+        else:
+            self.patch_embed = nn.Linear(config.patch_dim, d)
+            self.cls_emb = nn.Parameter(torch.zeros(d))  # the always-visible conditioning slot at position 0
+            self.register_buffer('pos_table', sincos_2d(d, config.image_size // config.patch_size), persistent=False)
+            self.pixel_head = nn.Linear(d, config.patch_dim)
+        self.query_emb = nn.Parameter(torch.zeros(d))  # g starts from one learned vector: it knows where, not what
+        self.mask_emb = nn.Parameter(torch.zeros(d))   # the [MASK] input of one-stream BERT
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList([Block(config) for _ in range(config.n_layer)])
+        self.ln_f = nn.LayerNorm(d, bias=config.bias)
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():
+            if name.endswith('c_proj.weight'):  # GPT-2: scale residual projections by depth
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+        for p in (self.query_emb, self.mask_emb) + ((self.cls_emb,) if config.input_kind == 'patches' else ()):
+            nn.init.normal_(p, mean=0.0, std=0.02)
+
+    def _init_weights(self, module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def num_params(self, non_embedding=True):
+        n = sum(p.numel() for p in self.parameters())
+        if non_embedding and self.config.input_kind == 'tokens':
+            n -= self.wpe.weight.numel()
+        return n
+
+    def optim_groups(self, weight_decay):
+        """AdamW groups: decay matrices of linear layers only, never norms, biases or embeddings."""
+        decay, no_decay = [], []
+        for name, p in self.named_parameters():
+            is_matrix = p.dim() >= 2 and not name.startswith(('wte', 'wpe'))
+            (decay if is_matrix else no_decay).append(p)
+        return [{'params': decay, 'weight_decay': weight_decay}, {'params': no_decay, 'weight_decay': 0.0}]
+
+    # ---- embeddings
+
+    def position(self, pos):
+        # value checks sync the GPU, so they run on CPU only; scripts check vocab and block size up front
+        if pos.device.type == 'cpu' and pos.numel() and int(pos.max()) >= self.config.block_size:
+            raise ValueError(f"position {int(pos.max())} is past block_size={self.config.block_size}: "
+                             "shorten the sequence or train with a larger block_size")
+        return self.wpe(pos) if self.config.input_kind == 'tokens' else self.pos_table[pos]
+
+    def embed_content(self, content, content_pos, content_masked=None):
+        if self.config.input_kind == 'tokens':
+            if content.dim() != 2:
+                raise ValueError(f"a token model needs (B, S) ids, got shape {tuple(content.shape)}")
+            if content.device.type == 'cpu' and content.numel() and int(content.max()) >= self.config.vocab_size:
+                raise ValueError(f"token id {int(content.max())} >= vocab_size={self.config.vocab_size}: "
+                                 "the data was tokenised with another vocabulary")
+            h = self.wte(content)
+        else:
+            if content.dim() != 3 or content.shape[-1] != self.config.patch_dim:
+                raise ValueError(f"a patch model needs (B, S, {self.config.patch_dim}) patches, got shape "
+                                 f"{tuple(content.shape)}: check channels / patch_size against the checkpoint")
+            h = self.patch_embed(content)
+            h = torch.where((content_pos == 0)[..., None], self.cls_emb.to(h.dtype), h)
+        if content_masked is not None:
+            h = torch.where(content_masked[..., None], self.mask_emb.to(h.dtype), h)
+        return h + self.position(content_pos)
+
+    # ---- the trunk
+
+    def trunk(self, content, content_pos, content_groups, query_pos=None, query_groups=None,
+              content_masked=None, causal=False, all_layers=False):
+        """Run content rows (and query rows, if any) through every block; returns ln_f of all rows."""
+        x = self.embed_content(content, content_pos, content_masked)
+        n_content = x.shape[1]
+        if query_pos is not None:
+            g = self.query_emb.to(x.dtype) + self.position(query_pos)
+            x = torch.cat([x, g], dim=1)
+        x = self.drop(x)
+        if causal and query_pos is None and self.config.attn_backend == 'sdpa':
+            mask = None  # SDPA's own causal kernel
+        elif self.config.attn_backend == 'flex':
+            mask = flex_block_mask(content_groups, query_groups)
+        else:
+            mask = dense_mask(content_groups, query_groups)
+        layers = []
+        for block in self.blocks:
+            x = block(x, n_content, mask, causal and mask is None)
+            if all_layers:
+                layers.append(x)
+        if all_layers:
+            return [self.ln_f(h) for h in layers]
+        return self.ln_f(x)
+
+    def forward(self, content, content_pos, content_groups, query_pos=None, query_groups=None,
+                content_masked=None, pred_index=None, targets=None, valid=None, causal=False):
+        h = self.trunk(content, content_pos, content_groups, query_pos, query_groups, content_masked, causal)
+        n_content = content.shape[1]
+        if query_pos is not None:
+            out = h[:, n_content:]  # the head reads the query stream
+        else:
+            out = torch.gather(h, 1, pred_index[..., None].expand(-1, -1, h.shape[-1]))
+        if self.config.input_kind == 'tokens':
+            preds = self.lm_head(out)
+        else:
+            preds = self.pixel_head(out)
+        if targets is None:
+            return preds, None
+        return preds, self.loss(preds, targets, valid)
+
+    def loss(self, preds, targets, valid):
+        """Mean over valid targets: token cross-entropy, or per-patch pixel MSE (optionally MAE-normalised)."""
+        if valid is None:
+            valid = torch.ones(targets.shape[:2], dtype=torch.bool, device=targets.device)
+        if self.config.input_kind == 'tokens':
+            labels = targets.masked_fill(~valid, -100)
+            return F.cross_entropy(preds.float().flatten(0, 1), labels.flatten(), ignore_index=-100)
+        if self.config.norm_pix_loss:
+            mean, var = targets.mean(dim=-1, keepdim=True), targets.var(dim=-1, keepdim=True)
+            targets = (targets - mean) / (var + 1e-6).sqrt()
+        per_patch = ((preds.float() - targets.float()) ** 2).mean(dim=-1)
+        return (per_patch * valid).sum() / valid.sum().clamp(min=1)
+
+    @torch.no_grad()
+    def features(self, content, content_pos=None, content_groups=None, content_masked=None, all_layers=False):
+        """Content-stream hidden states for evaluation: with a batch's pretraining groups, or unmasked (None)."""
+        B, S = content.shape[:2]
+        if content_pos is None:
+            content_pos = torch.arange(S, device=content.device).expand(B, S)
+        if content_groups is None:
+            content_groups = torch.zeros(B, S, dtype=torch.long, device=content.device)
+        return self.trunk(content, content_pos, content_groups, content_masked=content_masked, all_layers=all_layers)
+
+    # ---- cost accounting
+
+    def flops(self, n_content, n_query, n_pred, attn_pairs):
+        """Forward+backward FLOPs of one sequence, counting attention by the mask's open pairs, not as dense."""
+        d, L = self.config.n_embd, self.config.n_layer
+        block = self.blocks[0]
+        mlp = sum(p.numel() for n, p in block.mlp.named_parameters() if n.endswith('weight'))
+        content_row = block.attn.c_attn.weight.numel() + block.attn.c_proj.weight.numel() + mlp
+        query_row = content_row - 2 * d * d  # no keys or values for query rows
+        head = self.config.vocab_size * d if self.config.input_kind == 'tokens' else self.config.patch_dim * d
+        forward = 2 * L * (n_content * content_row + n_query * query_row) + 4 * L * d * attn_pairs + 2 * n_pred * head
+        return 3 * forward
+
+# -----------------------------------------------------------------------------
+# checkpoints: atomic writes, weights_only reads, one clear line when something is wrong
+
+def save_checkpoint(obj, path):
+    """temp file + fsync + rename: a crash mid-write leaves the previous checkpoint untouched."""
+    tmp_path = f"{path}.tmp.{os.getpid()}"
+    with open(tmp_path, 'wb') as f:
+        torch.save(obj, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp_path, path)
+
+def read_checkpoint(path, device='cpu'):
+    if not os.path.exists(path):
+        raise ValueError(f"checkpoint {path} does not exist: train one with `python train.py config/<name>.py` "
+                         "or point --ckpt at an existing file")
+    try:
+        ckpt = torch.load(path, map_location=device, weights_only=True)
+    except Exception as err:
+        raise ValueError(f"checkpoint {path} is corrupt or truncated ({type(err).__name__}): "
+                         "use the other checkpoint in its out_dir (ckpt_last.pt / ckpt_best.pt) or retrain") from None
+    if not isinstance(ckpt, dict) or 'model' not in ckpt or 'model_config' not in ckpt:
+        raise ValueError(f"{path} is not a lookaround checkpoint (no 'model' / 'model_config' entries)")
+    return ckpt
+
+def model_config_from(ckpt, path='checkpoint', **overrides):
+    known = {f.name for f in fields(ModelConfig)}
+    unknown = set(ckpt['model_config']) - known
+    if unknown:
+        raise ValueError(f"{path} has unknown model_config keys {sorted(unknown)}: it was written by another version")
+    return ModelConfig(**{**ckpt['model_config'], **overrides})
+
+def load_checkpoint(path, device='cpu', **overrides):
+    """-> (model in eval mode, checkpoint dict). overrides: ModelConfig fields, e.g. attn_backend='flex'."""
+    ckpt = read_checkpoint(path, device)
+    model = Transformer(model_config_from(ckpt, path, **overrides))
+    try:
+        model.load_state_dict(ckpt['model'])
+    except RuntimeError as err:
+        first = str(err).strip().splitlines()[0]
+        raise ValueError(f"{path} does not fit its own model_config ({first})") from None
+    return model.to(device).eval(), ckpt

@@ -1,0 +1,234 @@
+"""model.py: masks equal Eq. 24 / GVP Eq. 11-12, nothing leaks, both backends agree, patches round-trip."""
+import pytest
+import torch
+
+from model import (PAD_GROUP, ModelConfig, Transformer, dense_mask, load_checkpoint, open_pairs, patchify,
+                   save_checkpoint, unpatchify)
+from objectives import conditioning_sets, groups_from_sizes, make_batch, target_positions
+
+S = 11
+OBJECTIVES = [
+    ('ar', {}),
+    ('ar', dict(two_stream=True)),
+    ('ar', dict(two_stream=True, random_order=True)),
+    ('dar', dict(t=2)),
+    ('dar', dict(t=3, random_order=True)),
+    ('mlm', dict(mask_ratio=0.3)),
+    ('mlm', dict(mask_ratio=0.3, two_stream=True)),
+    ('vm', dict(mask_ratio=(0.15, 0.5))),
+    ('vm', dict(mask_ratio=(0.15, 0.5), two_stream=True)),
+    ('gvp', dict(n_groups=3, segmentation='mixed')),
+    ('gvp', dict(n_groups=4, segmentation='random')),
+]
+IDS = [f"{o}-{'-'.join(f'{k}={v}' for k, v in kw.items())}" for o, kw in OBJECTIVES]
+
+
+def tiny_model(kind='tokens', backend='sdpa', seed=0):
+    torch.manual_seed(seed)
+    if kind == 'tokens':
+        config = ModelConfig(vocab_size=64, block_size=S, n_layer=2, n_head=2, n_embd=32, attn_backend=backend)
+    else:
+        config = ModelConfig(input_kind='patches', image_size=12, patch_size=4, channels=1, n_layer=2, n_head=2,
+                             n_embd=32, attn_backend=backend)
+    return Transformer(config).eval()
+
+
+def token_batch(B=3, seed=0):
+    x = torch.randint(0, 63, (B, S), generator=torch.Generator().manual_seed(seed))
+    x[:, 0] = 63
+    return x
+
+
+def image_sequence(B=3, seed=0):
+    imgs = torch.rand(B, 1, 12, 12, generator=torch.Generator().manual_seed(seed))
+    return torch.cat([torch.zeros(B, 1, 16), patchify(imgs, 4)], dim=1)
+
+# -----------------------------------------------------------------------------
+# masks, element by element
+
+def test_masks_equal_eq24_by_hand():
+    groups = torch.tensor([[0, 1, 1, 2, 3, 3]])
+    content = dense_mask(groups)[0, 0]
+    expected_content = torch.tensor([[1, 0, 0, 0, 0, 0],
+                                     [1, 1, 1, 0, 0, 0],
+                                     [1, 1, 1, 0, 0, 0],
+                                     [1, 1, 1, 1, 0, 0],
+                                     [1, 1, 1, 1, 1, 1],
+                                     [1, 1, 1, 1, 1, 1]], dtype=torch.bool)
+    assert torch.equal(content, expected_content)
+    query = dense_mask(groups, groups[:, 1:])[0, 0, 6:]  # query rows for positions 1..5
+    expected_query = torch.tensor([[1, 0, 0, 0, 0, 0],
+                                   [1, 0, 0, 0, 0, 0],
+                                   [1, 1, 1, 0, 0, 0],
+                                   [1, 1, 1, 1, 0, 0],
+                                   [1, 1, 1, 1, 0, 0]], dtype=torch.bool)
+    assert torch.equal(query, expected_query)
+    assert open_pairs(groups, groups[:, 1:]).item() == expected_content.sum() + expected_query.sum()
+
+
+def test_padding_is_never_seen_and_never_empty():
+    groups = torch.tensor([[0, 0, 1, PAD_GROUP]])
+    mask = dense_mask(groups, torch.tensor([[1, 2, 1]]))[0, 0]
+    assert not mask[:3, 3].any() and not mask[4:, 3].any()  # no real row sees the pad key
+    assert mask.any(dim=1).all()  # every row has an open key
+
+
+def test_permuted_groups_are_gvp_eq11_12():
+    """Groups along an order z give the identity-order masks with rows and columns permuted by z."""
+    L = 7
+    sizes = torch.tensor([[2, 1, 3, 1]])
+    identity = torch.arange(1, L + 1)[None]
+    z = torch.tensor([[4, 7, 1, 3, 6, 2, 5]])
+    ident_groups = torch.cat([torch.zeros(1, 1, dtype=torch.long), groups_from_sizes(identity, sizes)], 1)
+    perm_groups = torch.cat([torch.zeros(1, 1, dtype=torch.long), groups_from_sizes(z, sizes)], 1)
+    for query in (False, True):
+        m_ident = dense_mask(ident_groups, ident_groups[:, 1:] if query else None)[0, 0]
+        m_perm = dense_mask(perm_groups, perm_groups[:, 1:] if query else None)[0, 0]
+        rank_to_pos = torch.cat([torch.zeros(1, dtype=torch.long), z[0]])  # row r of identity = position z_r
+        rows = torch.cat([rank_to_pos, rank_to_pos[1:] + L]) if query else rank_to_pos
+        assert torch.equal(m_perm[rows][:, rank_to_pos], m_ident)
+
+# -----------------------------------------------------------------------------
+# leakage: a prediction changes iff a token in its conditioning set changes
+
+def perturbed(x, q, kind, seed):
+    x = x.clone()
+    if kind == 'tokens':
+        x[:, q] = (x[:, q] + 1 + torch.randint(0, 60, x[:, q].shape,
+                                               generator=torch.Generator().manual_seed(seed))) % 63
+    else:
+        x[:, q] = x[:, q] + torch.randn(x[:, q].shape, generator=torch.Generator().manual_seed(seed))
+    return x
+
+
+@pytest.mark.parametrize('kind', ['tokens', 'patches'])
+@pytest.mark.parametrize('backend', ['sdpa', 'flex'])
+@pytest.mark.parametrize('objective,options', OBJECTIVES, ids=IDS)
+def test_no_leakage(objective, options, backend, kind):
+    model = tiny_model(kind, backend)
+    x = token_batch() if kind == 'tokens' else image_sequence()
+    seq_len = x.shape[1]
+    batch = make_batch(objective, x, torch.Generator().manual_seed(7), **options)
+    with torch.no_grad():
+        base, _ = model(**batch)
+    sets = conditioning_sets(batch)
+    positions = target_positions(batch)
+    for q in range(1, seq_len):
+        moved = make_batch(objective, perturbed(x, q, kind, q), torch.Generator().manual_seed(7), **options)
+        with torch.no_grad():
+            preds, _ = model(**moved)
+        change = (preds - base).abs().flatten(2).amax(-1)
+        for b, rows in enumerate(sets):
+            for p, cond in enumerate(rows):
+                if cond is None:
+                    continue
+                if q in cond:
+                    assert change[b, p] > 1e-6, f"target {int(positions[b, p])} ignores position {q} it should see"
+                else:
+                    assert change[b, p] <= 1e-5, f"target {int(positions[b, p])} leaks position {q}"
+
+# -----------------------------------------------------------------------------
+# the two backends give the same numbers (flex eager on CPU: forward only)
+
+@pytest.mark.parametrize('objective,options', OBJECTIVES, ids=IDS)
+def test_flex_equals_sdpa(objective, options):
+    sdpa, flex = tiny_model('tokens', 'sdpa'), tiny_model('tokens', 'flex')
+    flex.load_state_dict(sdpa.state_dict())
+    batch = make_batch(objective, token_batch(B=4), torch.Generator().manual_seed(3), **options)
+    with torch.no_grad():
+        a, loss_a = sdpa(**batch)
+        b, loss_b = flex(**batch)
+    assert (a - b).abs().max() <= 1e-5 and abs(loss_a - loss_b) <= 1e-5
+
+
+def test_causal_kernel_equals_dense_mask():
+    model = tiny_model()
+    batch = make_batch('ar', token_batch(), torch.Generator())
+    with torch.no_grad():
+        fast, _ = model(**batch)
+        dense, _ = model(**{**batch, 'causal': False})
+    assert (fast - dense).abs().max() <= 1e-5
+
+# -----------------------------------------------------------------------------
+# finite loss and gradients, first-group rows included
+
+@pytest.mark.parametrize('kind', ['tokens', 'patches'])
+@pytest.mark.parametrize('objective,options', OBJECTIVES, ids=IDS)
+def test_finite_loss_and_gradients(objective, options, kind):
+    model = tiny_model(kind).train()
+    x = token_batch() if kind == 'tokens' else image_sequence()
+    batch = make_batch(objective, x, torch.Generator().manual_seed(0), **options)
+    preds, loss = model(**batch)
+    loss.backward()
+    assert torch.isfinite(preds).all() and torch.isfinite(loss)
+    for name, p in model.named_parameters():
+        assert p.grad is None or torch.isfinite(p.grad).all(), name
+    assert model.query_emb.grad is not None or batch['query_pos'] is None
+
+
+def test_norm_pix_loss_targets():
+    model = tiny_model('patches')
+    model.config.norm_pix_loss = True
+    targets = torch.rand(2, 3, 16)
+    normed = (targets - targets.mean(-1, keepdim=True)) / (targets.var(-1, keepdim=True) + 1e-6).sqrt()
+    assert model.loss(normed, targets, None).item() < 1e-10
+
+# -----------------------------------------------------------------------------
+# patches
+
+def test_patchify_roundtrip_exact():
+    imgs = torch.rand(2, 3, 16, 16)
+    patches = patchify(imgs, 4)
+    assert patches.shape == (2, 16, 48)
+    assert torch.equal(unpatchify(patches, 4, 3), imgs)
+    assert torch.equal(patches[0, 1], imgs[0, :, 0:4, 4:8].permute(1, 2, 0).reshape(-1))  # raster order
+
+
+def test_image_not_divisible_by_patch():
+    with pytest.raises(ValueError, match='not divisible'):
+        ModelConfig(input_kind='patches', image_size=30, patch_size=4)
+    with pytest.raises(ValueError, match='not divisible'):
+        patchify(torch.rand(1, 1, 30, 30), 4)
+
+# -----------------------------------------------------------------------------
+# features, checkpoints
+
+def test_features_without_mask_are_bidirectional_and_with_causal_groups_are_not():
+    model = tiny_model()
+    x = token_batch(B=1)
+    y = x.clone()
+    y[0, -1] = (y[0, -1] + 1) % 63
+    free = model.features(x), model.features(y)
+    assert (free[0][0, 0] - free[1][0, 0]).abs().max() > 1e-6
+    causal_groups = torch.arange(S)[None]
+    masked = model.features(x, content_groups=causal_groups), model.features(y, content_groups=causal_groups)
+    assert (masked[0][0, :-1] - masked[1][0, :-1]).abs().max() <= 1e-6
+    layers = model.features(x, all_layers=True)
+    assert len(layers) == 2 and layers[-1].shape == (1, S, 32)
+
+
+def test_checkpoint_roundtrip_and_errors(tmp_path):
+    from dataclasses import asdict
+    model = tiny_model()
+    path = tmp_path / 'ckpt.pt'
+    save_checkpoint({'model': model.state_dict(), 'model_config': asdict(model.config)}, path)
+    loaded, _ = load_checkpoint(path)
+    batch = make_batch('ar', token_batch(), torch.Generator())
+    with torch.no_grad():
+        assert torch.equal(loaded(**batch)[0], model(**batch)[0])
+    with pytest.raises(ValueError, match='does not exist'):
+        load_checkpoint(tmp_path / 'missing.pt')
+    (tmp_path / 'corrupt.pt').write_bytes(path.read_bytes()[:100])
+    with pytest.raises(ValueError, match='corrupt'):
+        load_checkpoint(tmp_path / 'corrupt.pt')
+    torch.save({'weights': 1}, tmp_path / 'other.pt')
+    with pytest.raises(ValueError, match='not a lookaround checkpoint'):
+        load_checkpoint(tmp_path / 'other.pt')
+
+
+def test_vocab_mismatch_is_one_clear_error():
+    model = tiny_model()
+    x = token_batch()
+    x[0, 3] = 1000
+    with pytest.raises(ValueError, match='vocab'):
+        model(**make_batch('ar', x, torch.Generator()))

@@ -1,0 +1,185 @@
+"""objectives.py: the conditioning sets each objective declares, and its samplers' distributions."""
+import math
+
+import pytest
+import torch
+
+from objectives import (PAD_GROUP, conditioning_sets, dar_sizes, gvp_sizes, make_batch, masked_sizes,
+                        prefix_batch, target_positions, visiting_order)
+
+S = 13  # BOS + 12 positions
+
+
+def tokens(B=4, seed=0):
+    x = torch.randint(0, 50, (B, S), generator=torch.Generator().manual_seed(seed))
+    x[:, 0] = 99
+    return x
+
+
+def sets_by_position(batch):
+    """{(b, target position): conditioning set} for the valid target rows."""
+    positions = target_positions(batch)
+    out = {}
+    for b, rows in enumerate(conditioning_sets(batch)):
+        for p, cond in enumerate(rows):
+            if cond is not None:
+                out[(b, int(positions[b, p]))] = cond
+    return out
+
+# -----------------------------------------------------------------------------
+# conditioning sets (SPEC §1 table)
+
+def test_ar_conditions_on_the_prefix():
+    sets = sets_by_position(make_batch('ar', tokens(), torch.Generator().manual_seed(0)))
+    assert len(sets) == 4 * (S - 1)
+    for (b, p), cond in sets.items():
+        assert cond == set(range(p))
+
+
+@pytest.mark.parametrize('seed', range(5))
+def test_dar_t1_equals_ar_exactly(seed):
+    x = tokens()
+    ar = sets_by_position(make_batch('ar', x, torch.Generator().manual_seed(seed)))
+    dar = sets_by_position(make_batch('dar', x, torch.Generator().manual_seed(seed), t=1))
+    assert ar == dar
+
+
+@pytest.mark.parametrize('t', [2, 3, 4])
+def test_dar_groups_follow_eq3(t):
+    """Every token is a target; it sees everything before its group; |G_1| in 1..t, later groups t."""
+    sets = sets_by_position(make_batch('dar', tokens(B=16), torch.Generator().manual_seed(t), t=t))
+    for b in range(16):
+        starts = sorted({max(sets[(b, p)]) + 1 for p in range(1, S)})
+        assert starts[0] == 1 and 1 <= starts[1] - 1 <= t
+        sizes = [nxt - cur for cur, nxt in zip(starts, starts[1:] + [S])]
+        assert all(size == t for size in sizes[1:-1]) and 1 <= sizes[-1] <= t
+        for p in range(1, S):
+            start = max(s for s in starts if s <= p)
+            assert sets[(b, p)] == set(range(start))  # Eq. 3: x_p is one of the next t tokens of prefix < start
+
+
+@pytest.mark.parametrize('objective,ratio', [('mlm', 0.15), ('mlm', 0.3), ('vm', (0.15, 0.3))])
+@pytest.mark.parametrize('two_stream', [False, True])
+def test_masked_conditions_on_exactly_the_visible(objective, ratio, two_stream):
+    x = tokens(B=8)
+    batch = make_batch(objective, x, torch.Generator().manual_seed(1), mask_ratio=ratio, two_stream=two_stream)
+    sets = sets_by_position(batch)
+    for b in range(8):
+        targets = {p for (bb, p) in sets if bb == b}
+        visible = set(range(S)) - targets
+        assert 0 in visible
+        for p in targets:
+            assert sets[(b, p)] == visible  # bidirectional over the visible tokens, never a masked one
+        if objective == 'mlm':
+            assert len(targets) == round(ratio * (S - 1))  # Cramming: an exact count per sequence
+
+
+def test_two_stream_masked_content_holds_no_masked_token():
+    """MAE-LM's point: no [MASK] (and no masked token) ever enters the content stream."""
+    batch = make_batch('vm', tokens(B=8), torch.Generator().manual_seed(2), two_stream=True)
+    assert batch['content_masked'] is None
+    for b in range(8):
+        real = batch['content_groups'][b] < PAD_GROUP
+        content_positions = set(batch['content_pos'][b][real].tolist())
+        query_positions = set(batch['query_pos'][b][batch['valid'][b]].tolist())
+        assert not content_positions & query_positions
+        assert content_positions | query_positions == set(range(S))
+
+
+def test_gvp_sets_are_nested_along_a_random_order():
+    batch = make_batch('gvp', tokens(B=6), torch.Generator().manual_seed(3), n_groups=4)
+    sets = sets_by_position(batch)
+    for b in range(6):
+        chains = sorted({frozenset(c) for (bb, _), c in sets.items() if bb == b}, key=len)
+        assert len(chains) == 4  # K predicted groups
+        assert all(a < c for a, c in zip(chains, chains[1:]))  # strictly nested: group k sees groups < k
+        for (bb, p), cond in sets.items():
+            if bb == b:
+                assert p not in cond and 0 in cond
+
+
+@pytest.mark.parametrize('style,objective,two_stream', [('causal', 'ar', False), ('groups', 'dar', True),
+                                                        ('bert', 'mlm', False), ('masked_two_stream', 'vm', True)])
+def test_prefix_batches_condition_on_the_prefix_only(style, objective, two_stream):
+    from objectives import prefix_style
+    assert prefix_style(objective, two_stream) == style
+    batch = prefix_batch(tokens(B=2), style)
+    positions = target_positions(batch)
+    for b, rows in enumerate(conditioning_sets(batch)):
+        for p, cond in enumerate(rows):
+            assert cond == set(range(int(positions[b, p])))
+
+# -----------------------------------------------------------------------------
+# sampler distributions (fixed seeds, frequency checks)
+
+def test_vm_ratios_are_uniform_on_the_range():
+    _, rho = masked_sizes(20000, 100, (0.15, 0.30), torch.Generator().manual_seed(0))
+    assert rho.min() >= 0.15 and rho.max() <= 0.30
+    counts = torch.histc(rho, bins=10, min=0.15, max=0.30)
+    expected = 20000 / 10
+    chi2 = float(((counts - expected) ** 2 / expected).sum())
+    assert chi2 < 27.9  # chi-square, 9 dof, p = 0.001
+
+
+def test_mlm_masks_exactly_round_rho_L():
+    for L, rho in [(12, 0.15), (127, 0.15), (127, 0.3), (196, 0.75)]:
+        sizes, _ = masked_sizes(64, L, rho, torch.Generator().manual_seed(0))
+        assert (sizes[:, 1] == round(rho * L)).all() and (sizes.sum(1) == L).all()
+
+
+@pytest.mark.parametrize('t', [1, 2, 3, 4])
+def test_dar_first_group_is_uniform(t):
+    first = dar_sizes(12000, 20, t, torch.Generator().manual_seed(t))[:, 1]
+    counts = torch.bincount(first, minlength=t + 1)[1:].float()
+    assert counts.sum() == 12000 and (first >= 1).all() and (first <= t).all()
+    assert ((counts - 12000 / t).abs() / (12000 / t)).max() < 0.06
+
+
+def test_random_orders_are_uniform_permutations():
+    order = visiting_order(12000, 3, True, torch.Generator().manual_seed(0), 'cpu')
+    _, counts = torch.unique(order, dim=0, return_counts=True)
+    assert len(counts) == 6
+    assert ((counts.float() - 2000).abs() / 2000).max() < 0.08
+
+
+@pytest.mark.parametrize('segmentation', ['fixed', 'random', 'mixed'])
+def test_gvp_segmentations(segmentation):
+    L, K = 196, 20
+    sizes = gvp_sizes(200, L, K, segmentation, torch.Generator().manual_seed(0))
+    assert sizes.shape == (200, K + 1) and (sizes >= 1).all() and (sizes.sum(1) == L).all()
+    if segmentation == 'mixed':  # the last group starts at round(p L), p ~ N(0.5, 0.1)
+        p = (L - sizes[:, -1]).float() / L
+        assert abs(float(p.mean()) - 0.5) < 0.03 and abs(float(p.std()) - 0.1) < 0.03
+    if segmentation == 'fixed':
+        assert (sizes == sizes[0]).all()
+
+# -----------------------------------------------------------------------------
+# bad input: one clear ValueError each
+
+@pytest.mark.parametrize('kwargs,match', [
+    (dict(objective='dar', t=0), 't >= 1'),
+    (dict(objective='vm', mask_ratio=(0.3, 0.15)), 'low <= high'),
+    (dict(objective='vm', mask_ratio=(0.0, 0.3)), r'\(0, 1\)'),
+    (dict(objective='mlm', mask_ratio=1.2), r'\(0, 1\)'),
+    (dict(objective='mlm', mask_ratio=(0.1, 0.2)), 'vm'),
+    (dict(objective='bart'), 'unknown objective'),
+    (dict(objective='gvp', n_groups=40), 'n_groups'),
+])
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        make_batch(kwargs.pop('objective'), tokens(), torch.Generator().manual_seed(0), **kwargs)
+
+
+def test_sequence_too_short():
+    with pytest.raises(ValueError, match='block_size'):
+        make_batch('dar', tokens()[:, :2], torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize('objective,options', [('ar', {}), ('ar', dict(two_stream=True)), ('dar', dict(t=3)),
+                                               ('mlm', {}), ('mlm', dict(two_stream=True)), ('vm', {}),
+                                               ('vm', dict(two_stream=True)), ('gvp', dict(n_groups=3))])
+def test_targets_are_the_tokens_at_their_positions(objective, options):
+    x = tokens(B=5)
+    batch = make_batch(objective, x, torch.Generator().manual_seed(4), **options)
+    expected = torch.gather(x, 1, target_positions(batch))
+    assert torch.equal(batch['targets'][batch['valid']], expected[batch['valid']])

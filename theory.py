@@ -1,0 +1,461 @@
+"""
+The paper's theory, computed: exact toy spectra (Thm 4.2), the length-misalignment term (Thm 4.3), and two
+surrogates measured on trained checkpoints: connectivity (Fig. 2, App. B.2) and effective rank (MAE-LM Sec. 2.2).
+
+  python theory.py toy --r 2 --s 5 --T 2                          # every objective side by side + PNG
+  python theory.py toy --objective mlm --r 2 --s 5 --T 2 --visible 2 --json
+  python theory.py tails --r 2 --s 6 --T 2                        # sum of sigma^4 past r, every objective
+  python theory.py misalign --s 128 --rho 0.15,0.3 --vm 0.15:0.3
+  python theory.py connectivity --ckpt out-ar/ckpt.pt out-mlm/ckpt.pt --data_dir data/shakespeare
+  python theory.py effrank --ckpt out-mlm/ckpt.pt --data_dir data/shakespeare
+
+Toy model (Sec. 4.1.2): r classes, length s, position k of a class-y sample is one of T tokens unique to (k, y)
+(vocabulary s*T*r; the paper prints the token set as {kTr + y*j}, which overlaps across classes, while its proof
+treats the classes as disconnected, so we take the tokens unique as the proof does). A conditioning "text" is the
+set of visible (position, token) pairs of one class, so A is block-diagonal by class and every class block is
+the same matrix with relabelled tokens: we build one block exactly, take its SVD, and repeat the spectrum r times.
+The empty text is one row per class (the r class-tagged empty prefixes): that is what gives ar the paper's r*s
+unit singular values. The paper's printed ar row count r(T^s - T)/(T - 1) leaves these r rows out.
+"""
+import argparse
+import csv
+import io
+import itertools
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+BOS = 50256  # GPT-2 <|endoftext|>: the conditioning token at position 0 of every text sequence
+
+# -----------------------------------------------------------------------------
+# toy model of Thm 4.2: which positions are visible, and which position is the target
+
+def check_toy(objective, r, s, T, visible=(), t=None):
+    if min(r, T) < 1 or s < 2:
+        raise ValueError(f"toy needs r >= 1, T >= 1, s >= 2; got r={r}, s={s}, T={T}")
+    if objective in ('mlm', 'vm'):
+        if not visible or any(not 1 <= v <= s - 1 for v in visible) or len(set(visible)) != len(visible):
+            raise ValueError(f"--visible must be distinct numbers of visible tokens s_m in 1..{s - 1} (s={s}), "
+                             f"got {list(visible)}")
+        if objective == 'mlm' and len(visible) != 1:
+            raise ValueError(f"mlm takes one --visible value, got {list(visible)}: use --objective vm for a set")
+    elif objective in ('ar', 'dar'):
+        if objective == 'dar' and (t is None or t < 1):
+            raise ValueError(f"dar needs --t >= 1 (the number of next positions a prefix predicts), got {t}")
+    else:
+        raise ValueError(f"unknown objective {objective!r}: choose ar, dar, mlm or vm")
+
+def toy_patterns(objective, s, visible=(), t=None):
+    """{visible positions: (P(that set), {target position: P(target | set)})}, positions 0..s-1."""
+    t = 1 if objective == 'ar' else t
+    patterns = {}
+    if objective in ('ar', 'dar'):  # prefix length i ~ U{0..s-1}; target ~ U over the next min(t, s - i)
+        for i in range(s):
+            targets = range(i, min(i + t, s))
+            patterns[tuple(range(i))] = (1 / s, {k: 1 / len(targets) for k in targets})
+        return patterns
+    for s_m in visible:  # vm: s_m ~ U(visible); then a uniform visible set, target uniform among the masked
+        for seen in itertools.combinations(range(s), s_m):
+            masked = [k for k in range(s) if k not in seen]
+            patterns[seen] = (1 / (len(visible) * math.comb(s, s_m)), {k: 1 / len(masked) for k in masked})
+    return patterns
+
+def toy_size(objective, r, s, T, visible=(), t=None):
+    """(rows, cols) of one class block of A, counted without enumerating."""
+    if objective in ('ar', 'dar'):
+        rows = sum(T ** i for i in range(s))
+    else:
+        rows = sum(math.comb(s, s_m) * T ** s_m for s_m in visible)
+    return rows, s * T
+
+def toy_block(objective, r, s, T, visible=(), t=None, max_entries=2 * 10 ** 7):
+    """One class block of the co-occurrence matrix A (its entries carry the class probability 1/r).
+
+    Rows: (visible set, tokens on it), token tuples in base-T order; columns: target (position k, token) at k*T + tok.
+    A[text, target] = P(class) P(set) T^-|set| P(k | set) / T, since positions are independent and uniform."""
+    check_toy(objective, r, s, T, visible, t)
+    rows, cols = toy_size(objective, r, s, T, visible, t)
+    if rows * cols > max_entries:
+        raise ValueError(f"toy enumeration too large: one class block of A is {rows} x {cols} = {rows * cols} "
+                         f"entries ({rows * cols * 8 / 1e6:.1f} MB float64; all of A is {r * rows} x {r * cols}): "
+                         f"lower --s / --T or raise --max_entries (now {max_entries})")
+    block = np.zeros((rows, cols))
+    offset = 0
+    for seen, (p_seen, targets) in toy_patterns(objective, s, visible, t).items():
+        n_texts = T ** len(seen)
+        for k, p_target in targets.items():
+            block[offset:offset + n_texts, k * T:(k + 1) * T] = p_seen * p_target / (r * n_texts * T)
+        offset += n_texts
+    return block
+
+def normalised(block):
+    """A_bar = A / sqrt(P_C P_G^T) (Thm 3.1); rows / columns of zero mass carry no edge and are dropped."""
+    p_c, p_g = block.sum(1), block.sum(0)
+    block = block[p_c > 0][:, p_g > 0]
+    return block / np.sqrt(np.outer(p_c[p_c > 0], p_g[p_g > 0]))
+
+def toy_spectrum(objective, r, s, T, visible=(), t=None, max_entries=2 * 10 ** 7):
+    """All singular values of A_bar (descending), merged over the r identical class blocks."""
+    block = toy_block(objective, r, s, T, visible, t, max_entries)
+    sigma = np.linalg.svd(normalised(block), compute_uv=False)
+    sigma = np.concatenate([sigma, np.zeros(min(block.shape) - len(sigma))])
+    return np.sort(np.repeat(sigma, r))[::-1]
+
+def closed_form(objective, r, s, T, visible=()):
+    """Thm 4.2: ar 1 up to r*s; mlm 1 up to r, then sqrt(s_m / ((s - s_m)(s - 1))) up to r*s; 0 beyond.
+    vm is our extension of the proof (not in the paper): each s_m's rows are disjoint, so A_bar^T A_bar is the
+    average of the mlm Gram matrices, which share eigenvectors: sigma^2 = mean over s_m. dar has none."""
+    if objective == 'dar':
+        return None
+    n = r * min(toy_size(objective, r, s, T, visible)[0], s * T)
+    sigma = np.zeros(n)
+    if objective == 'ar':
+        sigma[:r * s] = 1.0
+    else:
+        sigma[:r * s] = math.sqrt(np.mean([s_m / ((s - s_m) * (s - 1)) for s_m in visible]))
+        sigma[:r] = 1.0
+    return sigma
+
+def tail_sigma4(sigma, r):
+    """The Thm 4.1 term: sum of sigma_j^4 over j > r (smaller = better downstream guarantee)."""
+    return float(np.sum(np.asarray(sigma)[r:] ** 4))
+
+def toy_report(objective, r, s, T, visible=(), t=None, max_entries=2 * 10 ** 7):
+    sigma = toy_spectrum(objective, r, s, T, visible, t, max_entries)
+    exact = closed_form(objective, r, s, T, visible)
+    rows, cols = toy_size(objective, r, s, T, visible, t)
+    return {'objective': objective, 'r': r, 's': s, 'T': T, 'visible': list(visible), 't': t,
+            'rows': r * rows, 'cols': r * cols, 'singular_values': sigma.tolist(),
+            'sum_sigma4_beyond_r': tail_sigma4(sigma, r),
+            'closed_form': None if exact is None else exact.tolist(),
+            'max_abs_diff': None if exact is None else float(np.max(np.abs(sigma - exact)))}
+
+def toy_label(objective, visible=(), t=None):
+    return {'ar': 'ar', 'dar': f'dar t={t}', 'mlm': f'mlm s_m={visible[0] if visible else "?"}',
+            'vm': 'vm s_m in {' + ','.join(map(str, visible)) + '}'}[objective]
+
+# -----------------------------------------------------------------------------
+# Thm 4.3: the misalignment w_k = (s(1-rho))^3 - (k-1)^3 between the pretraining visible length and a prefix
+
+def misalignment(s, rho_range, nodes=16):
+    """Per target index k = 1..s (prefix length k-1): w_k and the bound's length term w_k^2 / (k-1)^6 (k >= 2),
+    plus Eq. 4's length part sum_{k>=2} w_k^2 / (k-1)^6 / (2 s (1 - rho)). For a vm range [a, b] every quantity is
+    averaged over rho ~ U[a, b] (Gauss-Legendre, exact for these polynomials in rho); a == b is fixed rho."""
+    low, high = rho_range
+    if not 0 <= low <= high < 1:
+        raise ValueError(f"mask ratios must satisfy 0 <= a <= b < 1, got {rho_range}")
+    if high > low:
+        x, weight = np.polynomial.legendre.leggauss(nodes)
+        rhos, weights = low + (high - low) * (x + 1) / 2, weight / 2
+    else:
+        rhos, weights = np.array([low]), np.array([1.0])
+    k = np.arange(1, s + 1, dtype=np.float64)
+    w = (s * (1 - rhos[:, None])) ** 3 - (k[None] - 1) ** 3  # (nodes, s)
+    with np.errstate(divide='ignore', invalid='ignore'):
+        length = np.where(k[None] > 1, w ** 2 / (k[None] - 1) ** 6, np.nan)
+    eq4 = np.nansum(length, axis=1) / (2 * s * (1 - rhos))
+    return {'k': k.astype(int), 'w': weights @ w, 'length_term': weights @ length, 'eq4_length_part': weights @ eq4}
+
+# -----------------------------------------------------------------------------
+# outputs: atomic files, a small pillow line plot, and its CSV
+
+def write_atomic(path, data):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp_path = path.with_name(f".{path.name}.tmp.{os.getpid()}")
+    tmp_path.write_bytes(data.encode() if isinstance(data, str) else data)
+    os.replace(tmp_path, path)
+
+def write_csv(path, header, rows):
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator='\n')
+    writer.writerow(header)
+    writer.writerows(rows)
+    write_atomic(path, text.getvalue())
+
+COLOURS = [(31, 119, 180), (214, 39, 40), (44, 160, 44), (255, 127, 14), (148, 103, 189), (140, 86, 75),
+           (227, 119, 194), (127, 127, 127), (23, 190, 207), (188, 189, 34)]
+
+def nice_ticks(low, high, count=5):
+    if high <= low:
+        high = low + 1.0
+    step = 10 ** math.floor(math.log10((high - low) / count))
+    step *= min((m for m in (1, 2, 5, 10) if (high - low) / (step * m) <= count), default=10)
+    return [v for v in np.arange(math.ceil(low / step) * step, high + step / 2, step) if low - 1e-9 <= v <= high + 1e-9]
+
+def line_plot(path, series, title, xlabel, ylabel, width=800, height=500):
+    """series: [(label, xs, ys)]. Writes path (PNG) and path.csv (series, x, y): the same numbers."""
+    path = Path(path)
+    write_csv(path.with_suffix('.csv'), ['series', xlabel, ylabel],
+              [(label, x, y) for label, xs, ys in series for x, y in zip(xs, ys)])
+    xs_all = np.concatenate([np.asarray(xs, float) for _, xs, _ in series])
+    ys_all = np.concatenate([np.asarray(ys, float) for _, _, ys in series])
+    ys_all = ys_all[np.isfinite(ys_all)]
+    x0, x1 = float(xs_all.min()), float(xs_all.max())
+    y0, y1 = (float(ys_all.min()), float(ys_all.max())) if ys_all.size else (0.0, 1.0)
+    pad = 0.05 * (y1 - y0 or 1.0)
+    y0, y1, x1 = y0 - pad, y1 + pad, (x1 if x1 > x0 else x0 + 1)
+    left, right, top, bottom = 80, width - 20, 40, height - 60
+    to_px = lambda x, y: (left + (x - x0) / (x1 - x0) * (right - left), bottom - (y - y0) / (y1 - y0) * (bottom - top))
+    img = Image.new('RGB', (width, height), 'white')
+    draw = ImageDraw.Draw(img)
+    draw.rectangle([left, top, right, bottom], outline='black')
+    for x in nice_ticks(x0, x1):
+        px = to_px(x, y0)[0]
+        draw.line([px, bottom, px, bottom + 5], fill='black')
+        draw.text((px - 12, bottom + 8), f"{x:g}", fill='black')
+    for y in nice_ticks(y0, y1):
+        py = to_px(x0, y)[1]
+        draw.line([left - 5, py, left, py], fill='black')
+        draw.text((5, py - 6), f"{y:.4g}", fill='black')
+    draw.text((left, 12), title, fill='black')
+    draw.text(((left + right) // 2 - 30, height - 25), xlabel, fill='black')
+    draw.text((5, top - 20), ylabel, fill='black')
+    for i, (label, xs, ys) in enumerate(series):
+        colour = COLOURS[i % len(COLOURS)]
+        points = [to_px(x, y) for x, y in zip(xs, ys) if np.isfinite(y)]
+        if len(points) > 1:
+            draw.line(points, fill=colour, width=min(6, 2 + len(series) - 1 - i))  # earlier under later
+        if len(points) <= 60:
+            for px, py in points:
+                draw.ellipse([px - 3, py - 3, px + 3, py + 3], outline=colour)
+        draw.rectangle([right - 190, top + 10 + 16 * i, right - 176, top + 20 + 16 * i], fill=colour)
+        draw.text((right - 170, top + 9 + 16 * i), label, fill='black')
+    buffer = io.BytesIO()
+    img.save(buffer, format='PNG')
+    write_atomic(path, buffer.getvalue())
+
+# -----------------------------------------------------------------------------
+# connectivity and effective rank: surrogates measured on trained features
+
+def top_pair_similarities(features, top=10 ** 5, block_rows=1024):
+    """Inner products of all pairs i < j, sorted descending, top ones kept (App. B.2), one row block at a time."""
+    features = np.asarray(features, dtype=np.float64)
+    n, kept = len(features), np.empty(0)
+    for start in range(0, n, block_rows):
+        grams = features[start:start + block_rows] @ features.T
+        rows, cols = np.triu_indices(len(grams), k=1, m=n - start)
+        values = np.concatenate([kept, grams[:, start:][rows, cols]])
+        kept = values if len(values) <= top else np.partition(values, len(values) - top)[-top:]
+    return np.sort(kept)[::-1]
+
+def effective_rank(matrix=None, tau=0.9, gram=None):
+    """rank_tau (MAE-LM Sec. 2.2): the smallest k whose top-k squared singular values hold a fraction tau.
+    Takes H (n, d), or its Gram H^T H, whose eigenvalues are those squared singular values."""
+    if not 0 < tau <= 1:
+        raise ValueError(f"tau must lie in (0, 1], got {tau}")
+    gram = np.asarray(matrix, np.float64).T @ np.asarray(matrix, np.float64) if gram is None else gram
+    power = np.clip(np.linalg.eigvalsh(gram)[::-1], 0, None)
+    share = np.cumsum(power) / power.sum()
+    return int(np.searchsorted(share, tau - 1e-12) + 1)
+
+def text_windows(data_dir, block_size, num_samples):
+    """(N, block_size) ids: BOS then block_size - 1 tokens of <data_dir>/val.bin, evenly spaced windows."""
+    path = Path(data_dir) / 'val.bin'
+    if not path.exists():
+        raise ValueError(f"{path} not found: prepare the dataset first (see README, e.g. `make prepare`), "
+                         "or point --data_dir at a folder with val.bin")
+    data = np.memmap(path, dtype=np.uint16, mode='r')
+    length = block_size - 1
+    if len(data) < length:
+        raise ValueError(f"{path} has {len(data)} tokens, fewer than one window of {length}: use more held-out text")
+    starts = np.linspace(0, len(data) - length, num_samples).astype(np.int64)
+    windows = np.stack([data[i:i + length] for i in starts]).astype(np.int64)
+    return np.concatenate([np.full((num_samples, 1), BOS, np.int64), windows], axis=1)
+
+def load_text_model(ckpt_path, device):
+    from model import load_checkpoint
+    model, ckpt = load_checkpoint(ckpt_path, device)
+    if model.config.input_kind != 'tokens':
+        raise ValueError(f"{ckpt_path} is an image checkpoint: theory.py measures text checkpoints only so far")
+    return model, ckpt
+
+def pooled_features(model, windows, batch_size=64, device='cpu'):
+    """Mean of final content-stream features over the real tokens (BOS excluded), no mask (groups None)."""
+    import torch
+    from tqdm import tqdm
+    pooled = []
+    for start in tqdm(range(0, len(windows), batch_size), desc='encode', leave=False):
+        content = torch.as_tensor(windows[start:start + batch_size], device=device)
+        hidden = model.features(content)
+        pooled.append(hidden[:, 1:].float().mean(dim=1).cpu().numpy())
+    return np.concatenate(pooled)
+
+def layer_ranks(model, windows, tau=0.9, mask_ratio=0.15, seed=0, batch_size=64, device='cpu'):
+    """rank_tau per layer of token representations (MAE-LM Fig. 1a / 5a), from per-layer Gram matrices:
+    'without_mask' all real tokens of clean inputs; 'with_mask_all' all tokens when mask_ratio of them are
+    [MASK] (MAE-LM's H^l); 'with_mask_real' only the unmasked tokens of those inputs. BOS is never counted."""
+    import torch
+    from tqdm import tqdm
+    generator = np.random.default_rng(seed)
+    d, L = model.config.n_embd, model.config.n_layer
+    grams = {name: np.zeros((L, d, d)) for name in ('without_mask', 'with_mask_all', 'with_mask_real')}
+    for start in tqdm(range(0, len(windows), batch_size), desc='ranks', leave=False):
+        content = torch.as_tensor(windows[start:start + batch_size], device=device)
+        masked = generator.random(content.shape) < mask_ratio
+        masked[:, 0] = False
+        masked_t = torch.as_tensor(masked, device=device)
+        clean = model.features(content, all_layers=True)
+        with_mask = model.features(content, content_masked=masked_t, all_layers=True)
+        for layer in range(L):
+            for name, hidden, rows in (('without_mask', clean, ~masked), ('with_mask_all', with_mask, None),
+                                       ('with_mask_real', with_mask, ~masked)):
+                h = hidden[layer][:, 1:].double().cpu().numpy()
+                h = h.reshape(-1, d) if rows is None else h[rows[:, 1:]]
+                grams[name][layer] += h.T @ h
+    return {name: [effective_rank(gram=g, tau=tau) for g in grams[name]] for name in grams}
+
+# -----------------------------------------------------------------------------
+# command line
+
+def parse_ints(text):
+    try:
+        return tuple(int(v) for v in text.split(',')) if text else ()
+    except ValueError:
+        raise SystemExit(f"error: expected comma-separated integers like 1,2,3, got {text!r}") from None
+
+def run_toy(args):
+    visible = parse_ints(args.visible) or tuple(range(1, args.s))
+    if args.json:
+        if not args.objective:
+            raise SystemExit("error: --json needs --objective (ar, dar, mlm or vm)")
+        visible = visible if args.objective in ('mlm', 'vm') else ()
+        t = args.t if args.objective == 'dar' else None
+        print(json.dumps(toy_report(args.objective, args.r, args.s, args.T, visible, t, args.max_entries)))
+        return
+    settings = [('ar', (), None), ('dar', (), args.t)] + [('mlm', (v,), None) for v in visible]
+    settings += [('vm', visible, None)] if len(visible) > 1 else []
+    reports = [toy_report(o, args.r, args.s, args.T, v, t, args.max_entries) for o, v, t in settings]
+    labels = [toy_label(o, v, t) for o, v, t in settings]
+    print(f"toy model r={args.r} s={args.s} T={args.T}: singular values of A_bar (every one; zeros after r*s)")
+    width = max(16, max(map(len, labels)) + 2)
+    print('   j ' + ''.join(f"{label:>{width}}" for label in labels))
+    for j in range(len(reports[0]['singular_values'])):
+        print(f"{j + 1:4d} " + ''.join(f"{rep['singular_values'][j]:{width}.10f}" for rep in reports))
+    print(f"\n{'objective':<22}{'rows x cols':>16}{'closed r<j<=rs':>16}{'max |diff|':>12}{'sum s^4 j>r':>14}")
+    for label, rep in zip(labels, reports):
+        cf = '-' if rep['closed_form'] is None else f"{rep['closed_form'][args.r * args.s - 1]:.10f}"
+        diff = '-' if rep['max_abs_diff'] is None else f"{rep['max_abs_diff']:.1e}"
+        print(f"{label:<22}{rep['rows']:>9} x {rep['cols']:<5}{cf:>16}{diff:>12}{rep['sum_sigma4_beyond_r']:14.6f}")
+    print(f"(ar rows include the r class-tagged empty prefixes; the paper prints r(T^s-T)/(T-1), r fewer. "
+          f"vm closed form is derived here, not the paper's)")
+    path = Path(args.out_dir) / f"toy_spectra_r{args.r}_s{args.s}_T{args.T}.png"
+    line_plot(path, [(label, range(1, len(rep['singular_values']) + 1), rep['singular_values'])
+                     for label, rep in zip(labels, reports)],
+              f"Thm 4.2 toy spectra (r={args.r}, s={args.s}, T={args.T})", 'j', 'sigma_j')
+    print(f"wrote {path} and {path.with_suffix('.csv')}")
+
+def run_tails(args):
+    """Every objective in the theorem's own currency: sum of sigma^4 past r (Thm 4.1; SPEC §3)."""
+    visible = parse_ints(args.visible) or tuple(range(1, args.s))
+    settings = [('ar', (), None)] + [('dar', (), t) for t in range(1, 5)] + [('mlm', (v,), None) for v in visible]
+    settings += [('vm', visible, None)] if len(visible) > 1 else []
+    rows = []
+    for objective, vis, t in settings:
+        rep = toy_report(objective, args.r, args.s, args.T, vis, t, args.max_entries)
+        rows.append((toy_label(objective, vis, t), rep['sum_sigma4_beyond_r'],
+                     '' if rep['closed_form'] is None else tail_sigma4(rep['closed_form'], args.r)))
+    print(f"sum of sigma_j^4 over j > r, toy r={args.r} s={args.s} T={args.T} (smaller = more connected)")
+    for label, value, exact in rows:
+        print(f"{label:<24}{value:14.8f}   closed form {exact if exact == '' else f'{exact:.8f}'}")
+    path = Path(args.out_dir) / f"toy_tails_r{args.r}_s{args.s}_T{args.T}.csv"
+    write_csv(path, ['objective', 'sum_sigma4_beyond_r', 'closed_form'], rows)
+    print(f"wrote {path}")
+
+def run_misalign(args):
+    ranges = [(float(v), float(v)) for v in args.rho.split(',') if v]
+    ranges += [tuple(float(v) for v in args.vm.split(':'))] if args.vm else []
+    labels = [f"rho={a:g}" if a == b else f"vm rho~U[{a:g},{b:g}]" for a, b in ranges]
+    results = [misalignment(args.s, rng) for rng in ranges]
+    print(f"Thm 4.3 misalignment w_k = (s(1-rho))^3 - (k-1)^3, s={args.s} (vm: averaged over rho ~ U[a, b])")
+    print('   k ' + ''.join(f"{label:>24}" for label in labels))
+    for i in range(args.s):
+        print(f"{i + 1:4d} " + ''.join(f"{res['w'][i]:24.6g}" for res in results))
+    print('Eq. 4 length part sum_k w_k^2/(k-1)^6 / (2s(1-rho)): ' +
+          ', '.join(f"{label} {res['eq4_length_part']:.6g}" for label, res in zip(labels, results)))
+    path = Path(args.out_dir) / f"misalignment_s{args.s}.png"
+    line_plot(path, [(label, res['k'], res['w']) for label, res in zip(labels, results)],
+              f"Thm 4.3 misalignment w_k (s={args.s})", 'k (target index; prefix length k-1)', 'w_k')
+    print(f"wrote {path} and {path.with_suffix('.csv')}")
+
+def run_connectivity(args):
+    series = []
+    for ckpt_path in args.ckpt:
+        model, ckpt = load_text_model(ckpt_path, args.device)
+        windows = text_windows(args.data_dir, model.config.block_size, args.num_samples)
+        features = pooled_features(model, windows, args.batch_size, args.device)
+        if args.cosine:
+            features = features / np.linalg.norm(features, axis=1, keepdims=True).clip(1e-12)
+        top = top_pair_similarities(features, args.top)
+        label = f"{ckpt.get('config', {}).get('objective', '?')}: {ckpt_path}"
+        series.append((label, np.arange(1, len(top) + 1), top))
+        print(f"{label}: top-1 {top[0]:.6g}, median of top {len(top)} {np.median(top):.6g}, last {top[-1]:.6g}")
+    path = Path(args.out_dir) / 'connectivity.png'
+    line_plot(path, series, f"Fig. 2 connectivity: top {args.top} pairwise inner products of {args.num_samples} "
+              "held-out samples", 'pair rank', 'inner product')
+    print(f"wrote {path} and {path.with_suffix('.csv')}")
+
+def run_effrank(args):
+    model, ckpt = load_text_model(args.ckpt, args.device)
+    windows = text_windows(args.data_dir, model.config.block_size, args.num_samples)
+    ranks = layer_ranks(model, windows, args.tau, args.mask_ratio, args.seed, args.batch_size, args.device)
+    print(f"rank_{args.tau:g} of token representations per layer, {args.ckpt} "
+          f"({ckpt.get('config', {}).get('objective', '?')}; [MASK] ratio {args.mask_ratio:g}, BOS excluded)")
+    print(f"{'layer':>5}" + ''.join(f"{name:>16}" for name in ranks))
+    for layer in range(model.config.n_layer):
+        print(f"{layer + 1:5d}" + ''.join(f"{ranks[name][layer]:16d}" for name in ranks))
+    path = Path(args.out_dir) / f"effective_rank_{Path(args.ckpt).parent.name or 'ckpt'}.png"
+    layers = range(1, model.config.n_layer + 1)
+    line_plot(path, [(name, layers, ranks[name]) for name in ranks],
+              f"effective rank (tau={args.tau:g}) per layer: {args.ckpt}", 'layer', 'rank_tau')
+    print(f"wrote {path} and {path.with_suffix('.csv')}")
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest='command', required=True)
+    for name in ('toy', 'tails'):
+        sub = commands.add_parser(name)
+        sub.add_argument('--r', type=int, default=2, help='number of classes')
+        sub.add_argument('--s', type=int, default=5, help='sequence length')
+        sub.add_argument('--T', type=int, default=2, help='tokens per (position, class)')
+        sub.add_argument('--visible', default='', help='s_m for mlm, or the set for vm, e.g. 1,2,3 (default 1..s-1)')
+        sub.add_argument('--t', type=int, default=2, help='dar: how many next positions a prefix predicts')
+        sub.add_argument('--max_entries', type=int, default=2 * 10 ** 7, help='refuse a bigger class block of A')
+        sub.add_argument('--out_dir', default='out/theory')
+        if name == 'toy':
+            sub.add_argument('--objective', choices=('ar', 'dar', 'mlm', 'vm'))
+            sub.add_argument('--json', action='store_true', help='print one JSON object for --objective')
+    sub = commands.add_parser('misalign')
+    sub.add_argument('--s', type=int, default=128)
+    sub.add_argument('--rho', default='0.15,0.3', help='fixed mask ratios, comma-separated')
+    sub.add_argument('--vm', default='0.15:0.3', help='a vm range a:b (empty for none)')
+    sub.add_argument('--out_dir', default='out/theory')
+    for name in ('connectivity', 'effrank'):
+        sub = commands.add_parser(name)
+        sub.add_argument('--ckpt', nargs='+' if name == 'connectivity' else None, required=True)
+        sub.add_argument('--data_dir', required=True, help='folder with val.bin (uint16 GPT-2 ids)')
+        sub.add_argument('--num_samples', type=int, default=8000 if name == 'connectivity' else 512)
+        sub.add_argument('--batch_size', type=int, default=64)
+        sub.add_argument('--device', default='cpu')
+        sub.add_argument('--out_dir', default='out/theory')
+        if name == 'connectivity':
+            sub.add_argument('--top', type=int, default=10 ** 5, help='how many most similar pairs to keep')
+            sub.add_argument('--cosine', action='store_true', help='normalise features first (the paper does not)')
+        else:
+            sub.add_argument('--tau', type=float, default=0.9)
+            sub.add_argument('--mask_ratio', type=float, default=0.15)
+            sub.add_argument('--seed', type=int, default=0)
+    args = parser.parse_args(argv)
+    try:
+        {'toy': run_toy, 'tails': run_tails, 'misalign': run_misalign,
+         'connectivity': run_connectivity, 'effrank': run_effrank}[args.command](args)
+    except ValueError as err:
+        raise SystemExit(f"error: {err}") from None
+
+if __name__ == "__main__":
+    main()
