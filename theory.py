@@ -27,7 +27,8 @@ import os
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, ImageDraw
+
+from data.plot import line_plot
 
 BOS = 50256  # GPT-2 <|endoftext|>: the conditioning token at position 0 of every text sequence
 
@@ -64,7 +65,7 @@ def toy_patterns(objective, s, visible=(), t=None):
             patterns[seen] = (1 / (len(visible) * math.comb(s, s_m)), {k: 1 / len(masked) for k in masked})
     return patterns
 
-def toy_size(objective, r, s, T, visible=(), t=None):
+def toy_size(objective, s, T, visible=()):
     """(rows, cols) of one class block of A, counted without enumerating."""
     if objective in ('ar', 'dar'):
         rows = sum(T ** i for i in range(s))
@@ -78,7 +79,7 @@ def toy_block(objective, r, s, T, visible=(), t=None, max_entries=2 * 10 ** 7):
     Rows: (visible set, tokens on it), token tuples in base-T order; columns: target (position k, token) at k*T + tok.
     A[text, target] = P(class) P(set) T^-|set| P(k | set) / T, since positions are independent and uniform."""
     check_toy(objective, r, s, T, visible, t)
-    rows, cols = toy_size(objective, r, s, T, visible, t)
+    rows, cols = toy_size(objective, s, T, visible)
     if rows * cols > max_entries:
         raise ValueError(f"toy enumeration too large: one class block of A is {rows} x {cols} = {rows * cols} "
                          f"entries ({rows * cols * 8 / 1e6:.1f} MB float64; all of A is {r * rows} x {r * cols}): "
@@ -111,7 +112,7 @@ def closed_form(objective, r, s, T, visible=()):
     average of the mlm Gram matrices, which share eigenvectors: sigma^2 = mean over s_m. dar has none."""
     if objective == 'dar':
         return None
-    n = r * min(toy_size(objective, r, s, T, visible)[0], s * T)
+    n = r * min(toy_size(objective, s, T, visible)[0], s * T)
     sigma = np.zeros(n)
     if objective == 'ar':
         sigma[:r * s] = 1.0
@@ -127,7 +128,7 @@ def tail_sigma4(sigma, r):
 def toy_report(objective, r, s, T, visible=(), t=None, max_entries=2 * 10 ** 7):
     sigma = toy_spectrum(objective, r, s, T, visible, t, max_entries)
     exact = closed_form(objective, r, s, T, visible)
-    rows, cols = toy_size(objective, r, s, T, visible, t)
+    rows, cols = toy_size(objective, s, T, visible)
     return {'objective': objective, 'r': r, 's': s, 'T': T, 'visible': list(visible), 't': t,
             'rows': r * rows, 'cols': r * cols, 'singular_values': sigma.tolist(),
             'sum_sigma4_beyond_r': tail_sigma4(sigma, r),
@@ -144,7 +145,9 @@ def toy_label(objective, visible=(), t=None):
 def misalignment(s, rho_range, nodes=16):
     """Per target index k = 1..s (prefix length k-1): w_k and the bound's length term w_k^2 / (k-1)^6 (k >= 2),
     plus Eq. 4's length part sum_{k>=2} w_k^2 / (k-1)^6 / (2 s (1 - rho)). For a vm range [a, b] every quantity is
-    averaged over rho ~ U[a, b] (Gauss-Legendre, exact for these polynomials in rho); a == b is fixed rho."""
+    averaged over rho ~ U[a, b] (Gauss-Legendre, exact for these polynomials in rho); a == b is fixed rho.
+    w_k < 0 once the prefix outgrows the visible set (k - 1 > s(1 - rho)), where the proof's premise (prefix
+    inside the visible set) fails; it is reported as the formula gives it."""
     low, high = rho_range
     if not 0 <= low <= high < 1:
         raise ValueError(f"mask ratios must satisfy 0 <= a <= b < 1, got {rho_range}")
@@ -161,7 +164,7 @@ def misalignment(s, rho_range, nodes=16):
     return {'k': k.astype(int), 'w': weights @ w, 'length_term': weights @ length, 'eq4_length_part': weights @ eq4}
 
 # -----------------------------------------------------------------------------
-# outputs: atomic files, a small pillow line plot, and its CSV
+# outputs: tables as CSV, written atomically (plots: data/plot.py, a PNG with a CSV of the same numbers)
 
 def write_atomic(path, data):
     path = Path(path)
@@ -176,58 +179,6 @@ def write_csv(path, header, rows):
     writer.writerow(header)
     writer.writerows(rows)
     write_atomic(path, text.getvalue())
-
-COLOURS = [(31, 119, 180), (214, 39, 40), (44, 160, 44), (255, 127, 14), (148, 103, 189), (140, 86, 75),
-           (227, 119, 194), (127, 127, 127), (23, 190, 207), (188, 189, 34)]
-
-def nice_ticks(low, high, count=5):
-    if high <= low:
-        high = low + 1.0
-    step = 10 ** math.floor(math.log10((high - low) / count))
-    step *= min((m for m in (1, 2, 5, 10) if (high - low) / (step * m) <= count), default=10)
-    return [v for v in np.arange(math.ceil(low / step) * step, high + step / 2, step) if low - 1e-9 <= v <= high + 1e-9]
-
-def line_plot(path, series, title, xlabel, ylabel, width=800, height=500):
-    """series: [(label, xs, ys)]. Writes path (PNG) and path.csv (series, x, y): the same numbers."""
-    path = Path(path)
-    write_csv(path.with_suffix('.csv'), ['series', xlabel, ylabel],
-              [(label, x, y) for label, xs, ys in series for x, y in zip(xs, ys)])
-    xs_all = np.concatenate([np.asarray(xs, float) for _, xs, _ in series])
-    ys_all = np.concatenate([np.asarray(ys, float) for _, _, ys in series])
-    ys_all = ys_all[np.isfinite(ys_all)]
-    x0, x1 = float(xs_all.min()), float(xs_all.max())
-    y0, y1 = (float(ys_all.min()), float(ys_all.max())) if ys_all.size else (0.0, 1.0)
-    pad = 0.05 * (y1 - y0 or 1.0)
-    y0, y1, x1 = y0 - pad, y1 + pad, (x1 if x1 > x0 else x0 + 1)
-    left, right, top, bottom = 80, width - 20, 40, height - 60
-    to_px = lambda x, y: (left + (x - x0) / (x1 - x0) * (right - left), bottom - (y - y0) / (y1 - y0) * (bottom - top))
-    img = Image.new('RGB', (width, height), 'white')
-    draw = ImageDraw.Draw(img)
-    draw.rectangle([left, top, right, bottom], outline='black')
-    for x in nice_ticks(x0, x1):
-        px = to_px(x, y0)[0]
-        draw.line([px, bottom, px, bottom + 5], fill='black')
-        draw.text((px - 12, bottom + 8), f"{x:g}", fill='black')
-    for y in nice_ticks(y0, y1):
-        py = to_px(x0, y)[1]
-        draw.line([left - 5, py, left, py], fill='black')
-        draw.text((5, py - 6), f"{y:.4g}", fill='black')
-    draw.text((left, 12), title, fill='black')
-    draw.text(((left + right) // 2 - 30, height - 25), xlabel, fill='black')
-    draw.text((5, top - 20), ylabel, fill='black')
-    for i, (label, xs, ys) in enumerate(series):
-        colour = COLOURS[i % len(COLOURS)]
-        points = [to_px(x, y) for x, y in zip(xs, ys) if np.isfinite(y)]
-        if len(points) > 1:
-            draw.line(points, fill=colour, width=min(6, 2 + len(series) - 1 - i))  # earlier under later
-        if len(points) <= 60:
-            for px, py in points:
-                draw.ellipse([px - 3, py - 3, px + 3, py + 3], outline=colour)
-        draw.rectangle([right - 190, top + 10 + 16 * i, right - 176, top + 20 + 16 * i], fill=colour)
-        draw.text((right - 170, top + 9 + 16 * i), label, fill='black')
-    buffer = io.BytesIO()
-    img.save(buffer, format='PNG')
-    write_atomic(path, buffer.getvalue())
 
 # -----------------------------------------------------------------------------
 # connectivity and effective rank: surrogates measured on trained features
@@ -255,14 +206,12 @@ def effective_rank(matrix=None, tau=0.9, gram=None):
 
 def text_windows(data_dir, block_size, num_samples):
     """(N, block_size) ids: BOS then block_size - 1 tokens of <data_dir>/val.bin, evenly spaced windows."""
-    path = Path(data_dir) / 'val.bin'
-    if not path.exists():
-        raise ValueError(f"{path} not found: prepare the dataset first (see README, e.g. `make prepare`), "
-                         "or point --data_dir at a folder with val.bin")
-    data = np.memmap(path, dtype=np.uint16, mode='r')
+    from data.text import load_tokens
+    data = load_tokens(data_dir, 'val')  # one clear error naming the prepare command if missing or broken
     length = block_size - 1
     if len(data) < length:
-        raise ValueError(f"{path} has {len(data)} tokens, fewer than one window of {length}: use more held-out text")
+        raise ValueError(f"{data_dir}/val.bin has {len(data)} tokens, fewer than one window of {length}: "
+                         "use more held-out text")
     starts = np.linspace(0, len(data) - length, num_samples).astype(np.int64)
     windows = np.stack([data[i:i + length] for i in starts]).astype(np.int64)
     return np.concatenate([np.full((num_samples, 1), BOS, np.int64), windows], axis=1)
@@ -302,7 +251,7 @@ def layer_ranks(model, windows, tau=0.9, mask_ratio=0.15, seed=0, batch_size=64,
         clean = model.features(content, all_layers=True)
         with_mask = model.features(content, content_masked=masked_t, all_layers=True)
         for layer in range(L):
-            for name, hidden, rows in (('without_mask', clean, ~masked), ('with_mask_all', with_mask, None),
+            for name, hidden, rows in (('without_mask', clean, None), ('with_mask_all', with_mask, None),
                                        ('with_mask_real', with_mask, ~masked)):
                 h = hidden[layer][:, 1:].double().cpu().numpy()
                 h = h.reshape(-1, d) if rows is None else h[rows[:, 1:]]
@@ -344,8 +293,8 @@ def run_toy(args):
     print(f"(ar rows include the r class-tagged empty prefixes; the paper prints r(T^s-T)/(T-1), r fewer. "
           f"vm closed form is derived here, not the paper's)")
     path = Path(args.out_dir) / f"toy_spectra_r{args.r}_s{args.s}_T{args.T}.png"
-    line_plot(path, [(label, range(1, len(rep['singular_values']) + 1), rep['singular_values'])
-                     for label, rep in zip(labels, reports)],
+    line_plot(str(path), {label: (range(1, len(rep['singular_values']) + 1), rep['singular_values'])  # ar on top
+                          for label, rep in reversed(list(zip(labels, reports)))},
               f"Thm 4.2 toy spectra (r={args.r}, s={args.s}, T={args.T})", 'j', 'sigma_j')
     print(f"wrote {path} and {path.with_suffix('.csv')}")
 
@@ -367,8 +316,13 @@ def run_tails(args):
     print(f"wrote {path}")
 
 def run_misalign(args):
-    ranges = [(float(v), float(v)) for v in args.rho.split(',') if v]
-    ranges += [tuple(float(v) for v in args.vm.split(':'))] if args.vm else []
+    try:
+        ranges = [(float(v), float(v)) for v in args.rho.split(',') if v]
+        ranges += [tuple(float(v) for v in args.vm.split(':'))] if args.vm else []
+    except ValueError:
+        raise SystemExit("error: --rho takes ratios like 0.15,0.3 and --vm a range like 0.15:0.3") from None
+    if not ranges or any(len(pair) != 2 for pair in ranges):
+        raise SystemExit("error: give --rho ratios like 0.15,0.3 and/or --vm a range a:b like 0.15:0.3")
     labels = [f"rho={a:g}" if a == b else f"vm rho~U[{a:g},{b:g}]" for a, b in ranges]
     results = [misalignment(args.s, rng) for rng in ranges]
     print(f"Thm 4.3 misalignment w_k = (s(1-rho))^3 - (k-1)^3, s={args.s} (vm: averaged over rho ~ U[a, b])")
@@ -378,12 +332,12 @@ def run_misalign(args):
     print('Eq. 4 length part sum_k w_k^2/(k-1)^6 / (2s(1-rho)): ' +
           ', '.join(f"{label} {res['eq4_length_part']:.6g}" for label, res in zip(labels, results)))
     path = Path(args.out_dir) / f"misalignment_s{args.s}.png"
-    line_plot(path, [(label, res['k'], res['w']) for label, res in zip(labels, results)],
+    line_plot(str(path), {label: (res['k'], res['w']) for label, res in zip(labels, results)},
               f"Thm 4.3 misalignment w_k (s={args.s})", 'k (target index; prefix length k-1)', 'w_k')
     print(f"wrote {path} and {path.with_suffix('.csv')}")
 
 def run_connectivity(args):
-    series = []
+    series = {}
     for ckpt_path in args.ckpt:
         model, ckpt = load_text_model(ckpt_path, args.device)
         windows = text_windows(args.data_dir, model.config.block_size, args.num_samples)
@@ -391,11 +345,11 @@ def run_connectivity(args):
         if args.cosine:
             features = features / np.linalg.norm(features, axis=1, keepdims=True).clip(1e-12)
         top = top_pair_similarities(features, args.top)
-        label = f"{ckpt.get('config', {}).get('objective', '?')}: {ckpt_path}"
-        series.append((label, np.arange(1, len(top) + 1), top))
-        print(f"{label}: top-1 {top[0]:.6g}, median of top {len(top)} {np.median(top):.6g}, last {top[-1]:.6g}")
+        label = f"{len(series) + 1}: {ckpt.get('config', {}).get('objective', '?')} {Path(ckpt_path).parent.name}"
+        series[label] = (np.arange(1, len(top) + 1), top)
+        print(f"{label} ({ckpt_path}): top-1 {top[0]:.6g}, median of top {len(top)} {np.median(top):.6g}, last {top[-1]:.6g}")
     path = Path(args.out_dir) / 'connectivity.png'
-    line_plot(path, series, f"Fig. 2 connectivity: top {args.top} pairwise inner products of {args.num_samples} "
+    line_plot(str(path), series, f"Fig. 2 connectivity: top {args.top} pairwise inner products of {args.num_samples} "
               "held-out samples", 'pair rank', 'inner product')
     print(f"wrote {path} and {path.with_suffix('.csv')}")
 
@@ -410,7 +364,7 @@ def run_effrank(args):
         print(f"{layer + 1:5d}" + ''.join(f"{ranks[name][layer]:16d}" for name in ranks))
     path = Path(args.out_dir) / f"effective_rank_{Path(args.ckpt).parent.name or 'ckpt'}.png"
     layers = range(1, model.config.n_layer + 1)
-    line_plot(path, [(name, layers, ranks[name]) for name in ranks],
+    line_plot(str(path), {name: (layers, ranks[name]) for name in ranks},
               f"effective rank (tau={args.tau:g}) per layer: {args.ckpt}", 'layer', 'rank_tau')
     print(f"wrote {path} and {path.with_suffix('.csv')}")
 
@@ -428,7 +382,7 @@ def main(argv=None):
         sub.add_argument('--max_entries', type=int, default=2 * 10 ** 7, help='refuse a bigger class block of A')
         sub.add_argument('--out_dir', default='out/theory')
         if name == 'toy':
-            sub.add_argument('--objective', choices=('ar', 'dar', 'mlm', 'vm'))
+            sub.add_argument('--objective', choices=('ar', 'dar', 'mlm', 'vm'), help='the one to report with --json')
             sub.add_argument('--json', action='store_true', help='print one JSON object for --objective')
     sub = commands.add_parser('misalign')
     sub.add_argument('--s', type=int, default=128)
@@ -454,7 +408,7 @@ def main(argv=None):
     try:
         {'toy': run_toy, 'tails': run_tails, 'misalign': run_misalign,
          'connectivity': run_connectivity, 'effrank': run_effrank}[args.command](args)
-    except ValueError as err:
+    except (ValueError, FileNotFoundError) as err:
         raise SystemExit(f"error: {err}") from None
 
 if __name__ == "__main__":

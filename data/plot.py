@@ -1,0 +1,82 @@
+"""
+Line plots as PNG with pillow only (matplotlib is not a dependency), each written next to a CSV of its numbers.
+"""
+import csv
+import math
+import os
+
+from PIL import Image, ImageDraw
+
+COLORS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75),
+          (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207)]
+
+
+def _ticks(low, high, n=5):
+    if high <= low:
+        high = low + 1.0
+    raw = (high - low) / n
+    step = 10 ** math.floor(math.log10(raw))
+    step *= next(m for m in (1, 2, 5, 10) if step * m >= raw)
+    start = math.ceil(low / step) * step
+    return [start + i * step for i in range(int((high - start) / step) + 1)]
+
+
+def _label(value):
+    return f"{value:.3g}" if abs(value) < 1e4 else f"{value:.2e}"
+
+
+def line_plot(path, series, title='', xlabel='', ylabel='', logx=False, logy=False, size=(720, 480)):
+    """series: {name: (xs, ys)}. Writes `path` (PNG) and the same numbers as `path` with .csv."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(os.path.splitext(path)[0] + '.csv', 'w', newline='') as f:
+        writer = csv.writer(f)
+        writer.writerow(['series', xlabel or 'x', ylabel or 'y'])
+        for name, (xs, ys) in series.items():
+            writer.writerows([name, x, y] for x, y in zip(xs, ys))
+    fx = (lambda v: math.log10(v)) if logx else (lambda v: v)
+    fy = (lambda v: math.log10(v)) if logy else (lambda v: v)
+    points = {name: [(fx(x), fy(y)) for x, y in zip(xs, ys)
+                     if math.isfinite(x) and math.isfinite(y) and (not logx or x > 0) and (not logy or y > 0)]
+              for name, (xs, ys) in series.items()}
+    every = [p for pts in points.values() for p in pts] or [(0.0, 0.0), (1.0, 1.0)]
+    x0, x1 = min(p[0] for p in every), max(p[0] for p in every)
+    y0, y1 = min(p[1] for p in every), max(p[1] for p in every)
+    if x1 == x0:
+        x0, x1 = x0 - 0.5, x1 + 0.5
+    if y1 == y0:
+        y0, y1 = y0 - 0.5, y1 + 0.5
+    pad = 0.05 * (y1 - y0)
+    y0, y1 = y0 - pad, y1 + pad
+    W, H = size
+    left, right, top, bottom = 80, 20, 36, 56
+    image = Image.new('RGB', size, 'white')
+    draw = ImageDraw.Draw(image)
+
+    def to_px(x, y):
+        return (left + (x - x0) / (x1 - x0) * (W - left - right), H - bottom - (y - y0) / (y1 - y0) * (H - top - bottom))
+    draw.rectangle([left, top, W - right, H - bottom], outline='black')
+    for tick in _ticks(x0, x1):
+        px, _ = to_px(tick, y0)
+        draw.line([px, H - bottom, px, H - bottom + 5], fill='black')
+        draw.text((px - 12, H - bottom + 8), _label(10 ** tick if logx else tick), fill='black')
+    for tick in _ticks(y0, y1):
+        _, py = to_px(x0, tick)
+        draw.line([left - 5, py, left, py], fill='black')
+        draw.line([left, py, W - right, py], fill=(235, 235, 235))
+        draw.text((4, py - 6), _label(10 ** tick if logy else tick), fill='black')
+    draw.text((left, 10), title, fill='black')
+    draw.text(((W - len(xlabel) * 6) // 2, H - 20), xlabel, fill='black')
+    draw.text((4, top - 24), ylabel, fill='black')
+    for i, (name, pts) in enumerate(points.items()):
+        color = COLORS[i % len(COLORS)]
+        pixels = [to_px(x, y) for x, y in pts]
+        if len(pixels) > 1:
+            draw.line(pixels, fill=color, width=2)
+        for px, py in pixels if len(pixels) <= 40 else []:
+            draw.ellipse([px - 2, py - 2, px + 2, py + 2], fill=color)
+        ly = top + 8 + 14 * i
+        draw.line([W - right - 170, ly + 6, W - right - 150, ly + 6], fill=color, width=3)
+        draw.text((W - right - 145, ly), str(name)[:26], fill='black')
+    tmp_path = path + '.tmp.png'
+    image.save(tmp_path)
+    os.replace(tmp_path, path)

@@ -1,0 +1,256 @@
+"""theory.py: exact toy spectra against Thm 4.2, the Thm 4.3 term, and the checkpoint surrogates."""
+import csv
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+
+import theory
+
+# -----------------------------------------------------------------------------
+# Thm 4.2: closed forms, to 1e-9, over every singular value
+
+def mlm_sigma(s, s_m):
+    return math.sqrt(s_m / ((s - s_m) * (s - 1)))
+
+@pytest.mark.parametrize('r,s,T,s_m', [(1, 3, 2, 1), (2, 5, 2, 2), (3, 4, 3, 1), (2, 6, 2, 4), (1, 5, 1, 3),
+                                       (2, 5, 3, 4)])
+def test_spectra_match_closed_forms(r, s, T, s_m):
+    mlm = theory.toy_spectrum('mlm', r, s, T, (s_m,))
+    assert np.max(np.abs(mlm[:r] - 1)) < 1e-9
+    assert np.max(np.abs(mlm[r:r * s] - mlm_sigma(s, s_m))) < 1e-9
+    assert np.max(np.abs(mlm[r * s:]), initial=0) < 1e-9
+    assert len(mlm) == r * min(math.comb(s, s_m) * T ** s_m, s * T)
+    ar = theory.toy_spectrum('ar', r, s, T)
+    assert np.max(np.abs(ar[:r * s] - 1)) < 1e-9 and np.max(np.abs(ar[r * s:]), initial=0) < 1e-9
+    for objective, sigma, visible in (('mlm', mlm, (s_m,)), ('ar', ar, ())):
+        assert np.max(np.abs(sigma - theory.closed_form(objective, r, s, T, visible))) < 1e-9
+    # masked SSL has the smaller tail (the theorem's claim) whenever s_m < s - 1
+    assert theory.tail_sigma4(mlm, r) <= theory.tail_sigma4(ar, r) + 1e-12
+    assert (theory.tail_sigma4(mlm, r) < theory.tail_sigma4(ar, r)) == (s_m < s - 1)
+
+def test_vm_closed_form_is_the_mean_of_mlm_squares():
+    r, s, T, visible = 2, 5, 2, (1, 2, 4)
+    sigma = theory.toy_spectrum('vm', r, s, T, visible)
+    expected = math.sqrt(np.mean([mlm_sigma(s, v) ** 2 for v in visible]))
+    assert np.max(np.abs(sigma[r:r * s] - expected)) < 1e-9
+    assert np.max(np.abs(sigma - theory.closed_form('vm', r, s, T, visible))) < 1e-9
+
+# -----------------------------------------------------------------------------
+# the new objectives reduce to the old ones
+
+@pytest.mark.parametrize('r,s,T', [(1, 4, 2), (2, 5, 2), (3, 3, 3)])
+def test_dar_t1_is_ar_and_single_vm_is_mlm(r, s, T):
+    assert np.array_equal(theory.toy_spectrum('dar', r, s, T, t=1), theory.toy_spectrum('ar', r, s, T))
+    for s_m in range(1, s):
+        assert np.array_equal(theory.toy_spectrum('vm', r, s, T, (s_m,)), theory.toy_spectrum('mlm', r, s, T, (s_m,)))
+    # t >= s: every prefix predicts the whole rest; the spectrum stops changing with t
+    assert np.allclose(theory.toy_spectrum('dar', r, s, T, t=s), theory.toy_spectrum('dar', r, s, T, t=s + 3))
+
+# -----------------------------------------------------------------------------
+# the matrix itself: a probability table, normalised so that sigma_1 = 1, of the paper's size
+
+def brute_force_block(objective, r, s, T, visible=(), t=None):
+    """Walk every sample of one class and every draw of the objective; sum the joint probability of each
+    (conditioning text, target token) pair. Independent of theory.toy_patterns."""
+    table = {}
+    draws = []  # (visible positions, target position, probability of that draw)
+    if objective in ('ar', 'dar'):
+        t = 1 if objective == 'ar' else t
+        for i in range(s):
+            nexts = list(range(i, min(s, i + t)))
+            draws += [(tuple(range(i)), k, 1 / s / len(nexts)) for k in nexts]
+    else:
+        for s_m in visible:
+            for seen in itertools.combinations(range(s), s_m):
+                masked = [k for k in range(s) if k not in seen]
+                draws += [(seen, k, 1 / len(visible) / math.comb(s, s_m) / len(masked)) for k in masked]
+    for sample in itertools.product(range(T), repeat=s):
+        for seen, k, p in draws:
+            row = table.setdefault((seen, tuple(sample[i] for i in seen)), np.zeros(s * T))
+            row[k * T + sample[k]] += p / (r * T ** s)
+    return np.array(list(table.values()))
+
+def sorted_rows(matrix):
+    return matrix[np.lexsort(matrix.T[::-1])]
+
+@pytest.mark.parametrize('objective,visible,t', [('ar', (), None), ('dar', (), 2), ('dar', (), 3), ('mlm', (2,), None),
+                                                 ('vm', (1, 3), None)])
+def test_block_equals_brute_force_enumeration(objective, visible, t):
+    r, s, T = 2, 4, 2
+    block = theory.toy_block(objective, r, s, T, visible, t)
+    assert np.allclose(sorted_rows(block), sorted_rows(brute_force_block(objective, r, s, T, visible, t)),
+                       atol=1e-15, rtol=0)
+
+@pytest.mark.parametrize('objective,visible,t', [('ar', (), None), ('dar', (), 2), ('mlm', (1,), None),
+                                                 ('mlm', (3,), None), ('vm', (1, 2, 3), None)])
+def test_probabilities_normalisation_and_top_singular_value(objective, visible, t):
+    r, s, T = 3, 4, 2
+    block = theory.toy_block(objective, r, s, T, visible, t)
+    assert np.all(block >= 0)
+    assert abs(r * block.sum() - 1) < 1e-12  # A over all r identical class blocks is a joint distribution
+    a_bar = theory.normalised(block)
+    assert abs(np.linalg.svd(a_bar, compute_uv=False)[0] - 1) < 1e-12
+    # the top singular pair is (sqrt(P_C), sqrt(P_G)) (marginals within the class) with value 1
+    root_c, root_g = np.sqrt(block.sum(1) * r), np.sqrt(block.sum(0) * r)
+    assert np.allclose(a_bar @ root_g, root_c, atol=1e-12) and np.allclose(a_bar.T @ root_c, root_g, atol=1e-12)
+    assert abs(theory.toy_spectrum(objective, r, s, T, visible, t)[0] - 1) < 1e-12
+
+def test_enumeration_sizes_match_the_paper_proof():
+    for r, s, T, s_m in [(2, 5, 2, 2), (3, 4, 3, 1), (1, 6, 2, 3)]:
+        rows, cols = theory.toy_size('mlm', s, T, (s_m,))
+        assert (r * rows, r * cols) == (math.comb(s, s_m) * T ** s_m * r, s * T * r)  # C(s, s_m) T^s_m r x sTr
+        assert theory.toy_block('mlm', r, s, T, (s_m,)).shape == (rows, cols)
+        rows, cols = theory.toy_size('ar', s, T)
+        paper_rows = (T - T ** s) // (1 - T) * r  # the proof's count leaves out the r empty prefixes
+        assert (r * rows, r * cols) == (paper_rows + r, s * T * r)
+        assert theory.toy_block('ar', r, s, T).shape == (rows, cols)
+
+# -----------------------------------------------------------------------------
+# bad input: one clear error, before any big allocation
+
+@pytest.mark.parametrize('objective,visible,t,match', [('mlm', (0,), None, 'visible'), ('mlm', (5,), None, 'visible'),
+                                                       ('vm', (1, 5), None, 'visible'), ('mlm', (1, 2), None, 'vm'),
+                                                       ('dar', (), 0, 't >= 1'), ('bert', (), None, 'unknown')])
+def test_bad_toy_input(objective, visible, t, match):
+    with pytest.raises(ValueError, match=match):
+        theory.toy_spectrum(objective, 2, 5, 2, visible, t)
+
+def test_refuses_huge_enumeration_with_its_size():
+    # 4^39 rows could never be allocated: only a check before building can answer this fast
+    with pytest.raises(ValueError, match=r'too large: one class block of A is \d+ x 160 .* MB'):
+        theory.toy_spectrum('ar', 2, 40, 4)
+    with pytest.raises(SystemExit) as exit_info:
+        theory.main(['toy', '--objective', 'mlm', '--s', '12', '--T', '4', '--visible', '6', '--max_entries', '1000',
+                     '--json'])
+    assert 'max_entries' in str(exit_info.value) and '\n' not in str(exit_info.value)
+
+# -----------------------------------------------------------------------------
+# command line and files
+
+def test_cli_json_and_table(capsys, tmp_path):
+    theory.main(['toy', '--objective', 'mlm', '--r', '2', '--s', '5', '--T', '2', '--visible', '2', '--json'])
+    report = json.loads(capsys.readouterr().out)
+    sigma = np.array(report['singular_values'])
+    assert np.all(np.diff(sigma) <= 1e-15) and len(sigma) == 20
+    assert abs(report['sum_sigma4_beyond_r'] - 8 * mlm_sigma(5, 2) ** 4) < 1e-12
+    theory.main(['toy', '--r', '1', '--s', '4', '--T', '2', '--out_dir', str(tmp_path)])
+    png = tmp_path / 'toy_spectra_r1_s4_T2.png'
+    assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    with open(png.with_suffix('.csv')) as f:
+        rows = [row for row in csv.DictReader(f) if row['series'] == 'mlm s_m=2']
+    assert [float(row['sigma_j']) for row in rows] == pytest.approx([1, 1 / math.sqrt(3), 1 / math.sqrt(3),
+                                                                    1 / math.sqrt(3), 0, 0, 0, 0], abs=1e-12)
+    theory.main(['tails', '--r', '2', '--s', '4', '--T', '2', '--out_dir', str(tmp_path)])
+    with open(tmp_path / 'toy_tails_r2_s4_T2.csv') as f:
+        tails = {row['objective']: float(row['sum_sigma4_beyond_r']) for row in csv.DictReader(f)}
+    assert tails['ar'] == pytest.approx(2 * 3) and tails['dar t=1'] == pytest.approx(tails['ar'])
+    assert tails['mlm s_m=1'] == pytest.approx(2 * 3 * mlm_sigma(4, 1) ** 4)
+
+# -----------------------------------------------------------------------------
+# Thm 4.3
+
+def test_misalignment_fixed_and_vm_range():
+    s, rho = 20, 0.25
+    fixed = theory.misalignment(s, (rho, rho))
+    k = np.arange(1, s + 1)
+    assert np.allclose(fixed['w'], (s * (1 - rho)) ** 3 - (k - 1) ** 3)
+    assert fixed['w'][15] == 0  # prefix length k - 1 = s(1 - rho) = 15: no misalignment
+    assert np.isnan(fixed['length_term'][0]) and fixed['length_term'][1] == pytest.approx(fixed['w'][1] ** 2)
+    low, high = 0.15, 0.30  # E[(1 - rho)^3] for rho ~ U[a, b] in closed form
+    cube = ((1 - low) ** 4 - (1 - high) ** 4) / (4 * (high - low))
+    vm = theory.misalignment(s, (low, high))
+    assert np.allclose(vm['w'], s ** 3 * cube - (k - 1) ** 3, rtol=1e-12)
+    ends = [theory.misalignment(s, (r, r))['eq4_length_part'] for r in (low, high)]
+    assert min(ends) < vm['eq4_length_part'] < max(ends)
+    with pytest.raises(ValueError, match='mask ratios'):
+        theory.misalignment(s, (0.3, 0.2))
+    with pytest.raises(SystemExit, match='a:b'):
+        theory.main(['misalign', '--vm', '0.3'])
+
+# -----------------------------------------------------------------------------
+# surrogates: effective rank and connectivity on planted structure
+
+def matrix_with_spectrum(rows, sigma, seed):
+    rng = np.random.default_rng(seed)
+    u, _ = np.linalg.qr(rng.standard_normal((rows, len(sigma))))
+    v, _ = np.linalg.qr(rng.standard_normal((len(sigma), len(sigma))))
+    return u @ np.diag(sigma) @ v.T
+
+def test_effective_rank_on_known_spectra():
+    h = matrix_with_spectrum(50, np.sqrt([4, 3, 2, 1, 0, 0]), seed=0)  # variance shares .4 .3 .2 .1
+    assert [theory.effective_rank(h, tau) for tau in (0.3, 0.4, 0.5, 0.7, 0.71, 0.9, 0.95, 1.0)] == \
+           [1, 1, 2, 2, 3, 3, 4, 4]
+    assert theory.effective_rank(gram=h.T @ h, tau=0.9) == 3
+    rng = np.random.default_rng(1)
+    low_rank = rng.standard_normal((200, 7)) @ rng.standard_normal((7, 32)) + 1e-3 * rng.standard_normal((200, 32))
+    assert theory.effective_rank(low_rank, 0.999) == 7 and theory.effective_rank(low_rank, 1 - 1e-9) > 7
+    with pytest.raises(ValueError, match='tau'):
+        theory.effective_rank(h, 0)
+
+def test_top_pairs_exact_and_planted_clusters():
+    rng = np.random.default_rng(0)
+    features = rng.standard_normal((150, 8))
+    gram = features @ features.T
+    everything = np.sort(gram[np.triu_indices(150, k=1)])[::-1]
+    assert np.allclose(theory.top_pair_similarities(features, top=500, block_rows=32), everything[:500])
+    assert np.allclose(theory.top_pair_similarities(features, top=10 ** 6, block_rows=7), everything)
+    # 4 tight clusters of 100 on orthogonal centres of norm 3: the 4 * C(100, 2) = 19800 most similar pairs are
+    # exactly the within-cluster ones (~9), then the across-cluster ones (~0)
+    centres = 3 * np.eye(16)[:4]
+    clustered = np.repeat(centres, 100, axis=0) + 0.05 * rng.standard_normal((400, 16))
+    top = theory.top_pair_similarities(clustered, top=20000, block_rows=64)
+    assert np.all(top[:19800] > 8) and np.all(top[19800:] < 1)
+    scattered = rng.standard_normal((400, 16))
+    scattered *= np.linalg.norm(clustered, axis=1, keepdims=True) / np.linalg.norm(scattered, axis=1, keepdims=True)
+    assert np.all(theory.top_pair_similarities(scattered, top=19800) < top[:19800])  # same norms, fewer links
+
+# -----------------------------------------------------------------------------
+# checkpoints: a tiny random Transformer through both commands
+
+def test_checkpoint_commands(tmp_path, capsys):
+    torch = pytest.importorskip('torch')
+    from dataclasses import asdict
+    from model import ModelConfig, Transformer, save_checkpoint
+    torch.manual_seed(0)
+    config = ModelConfig(block_size=9, n_layer=2, n_head=2, n_embd=16)
+    model = Transformer(config).eval()
+    ckpt = tmp_path / 'ckpt.pt'
+    save_checkpoint({'model': model.state_dict(), 'model_config': asdict(config), 'config': {'objective': 'mlm'},
+                     'iter': 0}, ckpt)
+    data_dir = tmp_path / 'data'
+    data_dir.mkdir()
+    np.random.default_rng(0).integers(0, 50257, 3000).astype(np.uint16).tofile(data_dir / 'val.bin')
+    out = tmp_path / 'out'
+    theory.main(['connectivity', '--ckpt', str(ckpt), str(ckpt), '--data_dir', str(data_dir), '--num_samples', '40',
+                 '--top', '100', '--batch_size', '16', '--out_dir', str(out)])
+    windows = theory.text_windows(data_dir, 9, 40)
+    assert windows.shape == (40, 9) and np.all(windows[:, 0] == theory.BOS)
+    pooled = model.features(torch.as_tensor(windows))[:, 1:].mean(1).numpy()
+    expected = np.sort((pooled @ pooled.T)[np.triu_indices(40, k=1)])[::-1][:100]
+    with open(out / 'connectivity.csv') as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 200 and (out / 'connectivity.png').exists()
+    assert np.allclose([float(row['inner product']) for row in rows[:100]], expected, rtol=1e-4)
+    theory.main(['effrank', '--ckpt', str(ckpt), '--data_dir', str(data_dir), '--num_samples', '24', '--batch_size',
+                 '10', '--out_dir', str(out)])
+    ranks = theory.layer_ranks(model, windows[:24], tau=0.8, batch_size=10, seed=3)
+    content = torch.as_tensor(windows[:24])
+    draws = np.random.default_rng(3)
+    masked = np.concatenate([draws.random((n, 9)) < 0.15 for n in (10, 10, 4)])
+    masked[:, 0] = False  # the same draws as layer_ranks: one (batch, 9) block per batch of 10
+    clean = model.features(content, all_layers=True)
+    with_mask = model.features(content, content_masked=torch.as_tensor(masked), all_layers=True)
+    for layer in range(2):
+        direct = {'without_mask': clean[layer][:, 1:].reshape(-1, 16), 'with_mask_all':
+                  with_mask[layer][:, 1:].reshape(-1, 16), 'with_mask_real': with_mask[layer][:, 1:][~masked[:, 1:]]}
+        assert {name: theory.effective_rank(h.numpy(), 0.8) for name, h in direct.items()} == \
+               {name: ranks[name][layer] for name in direct}
+        assert all(1 <= ranks[name][layer] <= 16 for name in ranks)
+    assert 'with_mask_real' in capsys.readouterr().out
+    with pytest.raises(SystemExit, match='val.bin not found'):
+        theory.main(['effrank', '--ckpt', str(ckpt), '--data_dir', str(tmp_path / 'none')])
+    with pytest.raises(SystemExit, match='does not exist'):
+        theory.main(['connectivity', '--ckpt', str(tmp_path / 'missing.pt'), '--data_dir', str(data_dir)])

@@ -1,0 +1,365 @@
+"""
+Pretrain one Transformer with any objective of the paper (ar, dar, mlm, vm, gvp) on text or image patches.
+
+One CPU (the default demo):
+$ python train.py config/ar_shakespeare.py
+One node, 8 GPUs:
+$ torchrun --standalone --nproc_per_node=8 train.py config/vm_pile.py
+Two nodes (run on each; set --node_rank=1 on the second, MASTER_ADDR = first node's address):
+$ torchrun --nproc_per_node=8 --nnodes=2 --node_rank=0 --master_addr=$MASTER_ADDR --master_port=29500 \
+      train.py config/vm_pile.py
+(If your cluster has no Infiniband, prepend NCCL_IB_DISABLE=1.)
+"""
+import json
+import math
+import os
+import signal
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import asdict
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from tqdm import tqdm
+
+from configurator import configure, one_line_errors
+from data.plot import line_plot
+from model import ModelConfig, Transformer, model_config_from, open_pairs, patchify, read_checkpoint, save_checkpoint
+from objectives import make_batch, to_device
+
+# -----------------------------------------------------------------------------
+# default config: a small ar model on the embedded Shakespeare corpus, on CPU in minutes
+# I/O
+out_dir = 'out-shakespeare'
+eval_interval = 100
+log_interval = 10
+eval_iters = 20
+init_from = 'scratch'       # 'scratch' or 'resume' (from out_dir/ckpt_last.pt)
+# data
+dataset = 'shakespeare'     # a folder data/<dataset> with train.bin / val.bin, or an image set (input_kind='patches')
+input_kind = 'tokens'       # 'tokens' or 'patches'
+image_size = 28
+patch_size = 4
+channels = 1
+augment = True              # images: MAE's random-resized-crop (+ flip for natural images)
+flip = False
+batch_size = 16             # micro-batch per process
+block_size = 128            # BOS + 127 tokens (ignored for images: patches + CLS)
+gradient_accumulation_steps = 1  # micro-steps per optimizer step, summed over all processes
+# model
+n_layer = 4
+n_head = 4
+n_embd = 128
+dropout = 0.0
+bias = False
+mlp = 'gelu'
+attn_backend = 'auto'       # 'flex' on CUDA, 'sdpa' (dense mask) on CPU
+norm_pix_loss = False
+# objective (objectives.py)
+objective = 'ar'            # ar | dar | mlm | vm | gvp
+mask_ratio = None           # mlm: rho (default 0.15); vm: (a, b) (default (0.15, 0.30))
+t = 2                       # dar: predict one of the next t tokens
+two_stream = None           # mlm/vm/ar: True for the two-stream form; dar and gvp always are (None = the objective's default)
+random_order = False        # ar/dar along a random permutation (XLNet / GVP); gvp always
+bert_replace = False        # one-stream mlm/vm: BERT's 80/10/10
+n_groups = 20               # gvp: K
+segmentation = 'mixed'      # gvp: fixed | random | mixed
+# optimizer (AdamW)
+learning_rate = 1e-3
+max_iters = 1000
+weight_decay = 0.1
+beta1 = 0.9
+beta2 = 0.95
+grad_clip = 1.0             # 0 disables
+schedule = 'cosine'         # 'cosine' (warmup + cosine) or 'triangle' (Cramming: linear up, linear down)
+warmup_iters = 100
+lr_decay_iters = 1000
+min_lr = 1e-4
+# system
+device = 'auto'             # 'cpu', 'cuda', 'cuda:1', ... ; auto = cuda if available
+dtype = 'auto'              # bf16 autocast on CUDA, fp32 on CPU
+compile = 'auto'            # torch.compile on CUDA, off on CPU
+seed = 1337
+progress = True
+# -----------------------------------------------------------------------------
+one_line_errors('train.py')
+config_keys = [k for k, v in globals().items() if not k.startswith('_') and isinstance(v, (int, float, bool, str, tuple, type(None)))]
+configure(globals(), sys.argv[1:])
+config = {k: globals()[k] for k in config_keys}
+
+# -----------------------------------------------------------------------------
+# processes and devices
+ddp = int(os.environ.get('RANK', -1)) != -1
+if device == 'auto':
+    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+if ddp:
+    rank, local_rank, world_size = int(os.environ['RANK']), int(os.environ['LOCAL_RANK']), int(os.environ['WORLD_SIZE'])
+    if device.startswith('cuda'):
+        device = f'cuda:{local_rank}'
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend='nccl' if device.startswith('cuda') else 'gloo')
+else:
+    rank, local_rank, world_size = 0, 0, 1
+master = rank == 0
+if gradient_accumulation_steps % world_size:
+    raise ValueError(f"gradient_accumulation_steps={gradient_accumulation_steps} must be a multiple of the "
+                     f"{world_size} processes: it counts micro-steps summed over all of them")
+accum = gradient_accumulation_steps // world_size
+device_type = 'cuda' if device.startswith('cuda') else 'cpu'
+if dtype == 'auto':
+    dtype = 'bfloat16' if device_type == 'cuda' and torch.cuda.is_bf16_supported() else 'float32'
+autocast = nullcontext() if dtype == 'float32' else torch.autocast(device_type, dtype=getattr(torch, dtype))
+if attn_backend == 'auto':
+    attn_backend = 'flex' if device_type == 'cuda' else 'sdpa'
+if compile == 'auto':
+    compile = device_type == 'cuda'
+torch.manual_seed(seed + rank)  # dropout differs per process; data comes from the streams below
+if device_type == 'cuda':
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+
+# -----------------------------------------------------------------------------
+# data: every micro-batch of the global batch has its own stream (generator), so one process with accumulation
+# draws exactly the data that several processes draw: stream = rank * accum + micro_step
+def new_streams():
+    return [torch.Generator().manual_seed(seed * 1000 + rank * accum + m) for m in range(accum)]
+
+streams = new_streams()
+if input_kind == 'tokens':
+    from data.text import VOCAB_SIZE, get_batch, load_tokens
+    data_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', dataset)
+    splits = {split: load_tokens(data_dir, split) for split in ('train', 'val')}
+    for split, tokens in splits.items():
+        if len(tokens) < block_size:
+            raise ValueError(f"data/{dataset}/{split}.bin has {len(tokens)} tokens, fewer than block_size={block_size}: "
+                             "use a smaller block_size or a larger corpus")
+    model_args = dict(input_kind='tokens', vocab_size=50304, block_size=block_size)
+
+    def sequences(split, generator):
+        return get_batch(os.path.join(data_dir, f'{split}.bin'), batch_size, block_size, generator)
+else:
+    from data.images import load_images
+    image_sets = {split: load_images(dataset, split) for split in ('train', 'val')}
+    if image_sets['train'].channels != channels:
+        raise ValueError(f"{dataset} has {image_sets['train'].channels} channels, config says channels={channels}")
+    model_args = dict(input_kind='patches', image_size=image_size, patch_size=patch_size, channels=channels,
+                      norm_pix_loss=norm_pix_loss)
+
+    def sequences(split, generator):
+        images = image_sets[split]
+        index = torch.randint(len(images), (batch_size,), generator=generator)
+        pixels, _ = images.batch(index, image_size, generator, augment=augment and split == 'train', flip=flip)
+        patches = patchify(pixels, patch_size)
+        return torch.cat([patches.new_zeros(batch_size, 1, patches.shape[-1]), patches], dim=1)  # CLS slot
+
+objective_args = dict(mask_ratio=mask_ratio, t=t, two_stream=two_stream, random_order=random_order,
+                      bert_replace=bert_replace, vocab_size=50257 if input_kind == 'tokens' else None,
+                      n_groups=n_groups, segmentation=segmentation)
+
+def next_batch(split, generator):
+    batch = make_batch(objective, sequences(split, generator), generator, **objective_args)
+    return to_device(batch, device, non_blocking=device_type == 'cuda')
+
+# -----------------------------------------------------------------------------
+# model, optimizer, resume
+model_args.update(n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout, bias=bias, mlp=mlp,
+                  attn_backend=attn_backend)
+model_config = ModelConfig(**model_args)
+iter_num, best_val_loss, checkpoint = 0, float('inf'), None
+last_path, best_path = os.path.join(out_dir, 'ckpt_last.pt'), os.path.join(out_dir, 'ckpt_best.pt')
+if init_from == 'resume':
+    checkpoint = read_checkpoint(last_path)
+    saved = model_config_from(checkpoint, last_path, attn_backend=attn_backend)
+    if asdict(saved) != asdict(model_config):
+        diff = {k: (v, asdict(model_config)[k]) for k, v in asdict(saved).items() if asdict(model_config)[k] != v}
+        raise ValueError(f"{last_path} holds another architecture (checkpoint vs config: {diff}): "
+                         "resume with the settings it was trained with, or use a new out_dir")
+    if checkpoint['world_size'] != world_size or checkpoint['config']['gradient_accumulation_steps'] != gradient_accumulation_steps:
+        raise ValueError(f"{last_path} was written by {checkpoint['world_size']} processes with gradient_accumulation_steps="
+                         f"{checkpoint['config']['gradient_accumulation_steps']}: resume with the same layout")
+elif init_from != 'scratch':
+    raise ValueError(f"init_from must be 'scratch' or 'resume', got {init_from!r}")
+model = Transformer(model_config).to(device)
+optimizer = torch.optim.AdamW(model.optim_groups(weight_decay), lr=learning_rate, betas=(beta1, beta2),
+                              **({'fused': True} if device_type == 'cuda' else {}))
+if checkpoint is not None:
+    model.load_state_dict(checkpoint['model'])
+    optimizer.load_state_dict(checkpoint['optimizer'])
+    iter_num, best_val_loss = checkpoint['iter'], checkpoint['best_val_loss']
+    for generator, state in zip(streams, checkpoint['streams'][rank]):
+        generator.set_state(state)
+    torch.set_rng_state(checkpoint['torch_rng'][rank])
+    checkpoint = None  # free memory
+raw_model = model
+if compile:
+    model = torch.compile(model)
+if ddp:
+    model = DDP(model, device_ids=[local_rank] if device_type == 'cuda' else None)
+
+# -----------------------------------------------------------------------------
+# schedule, evaluation, cost accounting
+def get_lr(it):
+    if it < warmup_iters:
+        return learning_rate * (it + 1) / (warmup_iters + 1)
+    if it >= lr_decay_iters:
+        return min_lr
+    progress_ = (it - warmup_iters) / max(1, lr_decay_iters - warmup_iters)
+    if schedule == 'triangle':
+        return min_lr + (learning_rate - min_lr) * (1 - progress_)
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress_)) * (learning_rate - min_lr)
+
+if schedule not in ('cosine', 'triangle'):
+    raise ValueError(f"schedule must be 'cosine' or 'triangle', got {schedule!r}")
+
+@torch.no_grad()
+def estimate_loss():
+    """Objective loss on fixed batches (the same every evaluation, so curves are comparable)."""
+    model.eval()
+    out = {}
+    for split in ('train', 'val'):
+        generator = torch.Generator().manual_seed(seed * 7919 + rank)
+        losses = torch.zeros(eval_iters)
+        for k in range(eval_iters):
+            with autocast:
+                _, loss = raw_model(**next_batch(split, generator))
+            losses[k] = loss.item()
+        out[split] = losses.mean().to(device)
+        if ddp:  # SUM then divide: gloo has no AVG
+            dist.all_reduce(out[split])
+            out[split] /= world_size
+    model.train()
+    return {split: float(v) for split, v in out.items()}
+
+PEAK_FLOPS = {'H100': 989e12, 'H200': 989e12, 'A100': 312e12}  # bf16 dense, per device
+
+def peak_flops():
+    if device_type != 'cuda':
+        return None
+    name = torch.cuda.get_device_name(device)
+    return next((v for k, v in PEAK_FLOPS.items() if k in name), None)
+
+def batch_flops(batch):
+    """Per micro-batch FLOPs with attention counted by the mask's open pairs (SPEC §5)."""
+    content_groups, query_groups = batch['content_groups'], batch['query_groups']
+    pairs = float(open_pairs(content_groups, query_groups).float().mean())
+    n_query = 0 if query_groups is None else query_groups.shape[1]
+    per_seq = raw_model.flops(content_groups.shape[1], n_query, batch['valid'].shape[1], pairs)
+    return per_seq * content_groups.shape[0]
+
+# -----------------------------------------------------------------------------
+# checkpoints and preemption
+stop_signal = []
+for sig in (signal.SIGTERM, signal.SIGUSR1):
+    signal.signal(sig, lambda signum, frame: stop_signal.append(signum))
+
+def save(paths):
+    states = [generator.get_state() for generator in streams]
+    torch_rng = torch.get_rng_state()
+    if ddp:  # the data position of every process lives in rank 0's checkpoint
+        gathered = [None] * world_size
+        dist.all_gather_object(gathered, (states, torch_rng))
+        states, torch_rng = [g[0] for g in gathered], [g[1] for g in gathered]
+    else:
+        states, torch_rng = [states], [torch_rng]
+    if master:
+        state = {'model': raw_model.state_dict(), 'optimizer': optimizer.state_dict(),
+                 'model_config': asdict(model_config), 'config': config, 'iter': iter_num,
+                 'best_val_loss': best_val_loss, 'world_size': world_size, 'streams': states, 'torch_rng': torch_rng}
+        for path in paths:
+            save_checkpoint(state, path)
+
+def stop_on_nan(value, where):
+    if not math.isfinite(value):
+        raise SystemExit(f"train.py: error: {where} loss is {value} at iter {iter_num}: nothing was saved after the "
+                         f"last finite evaluation ({last_path}); lower learning_rate or raise warmup_iters and resume")
+
+# -----------------------------------------------------------------------------
+# training loop
+if master:
+    os.makedirs(out_dir, exist_ok=True)
+    print(f"{objective} | {raw_model.num_params() / 1e6:.2f}M parameters | {device} {dtype} {attn_backend}"
+          f"{' compiled' if compile else ''} | {world_size} process(es) x {accum} micro-steps x {batch_size}")
+log_path = os.path.join(out_dir, 'log.jsonl')
+if master and iter_num == 0 and os.path.exists(log_path):
+    os.remove(log_path)
+peak = peak_flops()
+bar = tqdm(total=max_iters, initial=iter_num, disable=not (master and progress), dynamic_ncols=True)
+train_loss_sum, train_loss_count = torch.zeros((), device=device), 0
+tokens_per_step = batch_size * (block_size if input_kind == 'tokens' else model_config.block_size) * accum * world_size
+model.train()
+while iter_num < max_iters:
+    lr = get_lr(iter_num)
+    for group in optimizer.param_groups:
+        group['lr'] = lr
+    t0 = time.time()
+    flops = 0.0
+    for micro_step in range(accum):
+        batch = next_batch('train', streams[micro_step])
+        if ddp:  # sync gradients only on the last micro-step, and say so BEFORE its forward pass
+            model.require_backward_grad_sync = micro_step == accum - 1
+        with autocast:
+            _, loss = model(**batch)
+        (loss / accum).backward()
+        train_loss_sum += loss.detach()
+        train_loss_count += 1
+        flops += batch_flops(batch) if peak else 0.0
+    if grad_clip:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    iter_num += 1
+    if device_type == 'cuda':
+        torch.cuda.synchronize()
+    dt = time.time() - t0
+    bar.update(1)
+    if iter_num % log_interval == 0 and master:
+        current = float(train_loss_sum) / train_loss_count
+        stop_on_nan(current, 'training')
+        postfix = dict(loss=f"{current:.4f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_step / dt:.0f}")
+        if peak:
+            postfix['mfu'] = f"{100 * flops * world_size / dt / peak:.1f}%"
+        bar.set_postfix(postfix)
+    stopping = bool(stop_signal)
+    if ddp:
+        flag = torch.tensor(float(stopping), device=device)
+        dist.all_reduce(flag)
+        stopping = bool(flag.item())
+    if iter_num % eval_interval == 0 or iter_num == max_iters or stopping:
+        losses = estimate_loss()
+        train_loss = float(train_loss_sum) / max(1, train_loss_count)
+        stop_on_nan(train_loss, 'training')
+        stop_on_nan(losses['val'], 'validation')
+        record = dict(iter=iter_num, train_loss=train_loss, eval_train_loss=losses['train'], val_loss=losses['val'],
+                      lr=lr, tokens_per_sec=tokens_per_step / dt, time=time.time())
+        if peak:
+            record['mfu'] = flops * world_size / dt / peak
+        train_loss_sum.zero_()
+        train_loss_count = 0
+        improved = losses['val'] < best_val_loss
+        best_val_loss = min(best_val_loss, losses['val'])
+        save([last_path, best_path] if improved else [last_path])
+        if master:
+            with open(log_path, 'a') as f:
+                f.write(json.dumps(record) + '\n')
+            bar.write(f"iter {iter_num}: train {train_loss:.4f}, val {losses['val']:.4f}"
+                      f"{' (best)' if improved else ''}")
+    if stopping:
+        if master:
+            bar.write(f"signal {stop_signal[0] if stop_signal else ''}: saved {last_path} at iter {iter_num}; "
+                      "continue with --init_from=resume")
+        break
+bar.close()
+
+# -----------------------------------------------------------------------------
+# loss curve next to its CSV
+if master and os.path.exists(log_path):
+    records = [json.loads(line) for line in open(log_path)]
+    line_plot(os.path.join(out_dir, 'loss.png'),
+              {'train': ([r['iter'] for r in records], [r['train_loss'] for r in records]),
+               'val': ([r['iter'] for r in records], [r['val_loss'] for r in records])},
+              title=f"{objective} on {dataset}", xlabel='iter', ylabel='loss')
+if ddp:
+    dist.destroy_process_group()
