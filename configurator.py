@@ -22,7 +22,9 @@ def _coerce(key, value, default):
 
 
 def configure(config, argv):
-    """Apply config files and --key=value overrides from argv onto the dict `config` (a script's globals)."""
+    """Apply config files and --key=value overrides from argv onto the dict `config` (a script's globals).
+    A key whose default is a tuple collects repeated overrides: --ckpt=a.pt --ckpt=b.pt -> ('a.pt', 'b.pt')."""
+    collected = {}
     for arg in argv:
         if not arg.startswith('--'):
             if not os.path.isfile(arg):
@@ -38,6 +40,9 @@ def configure(config, argv):
                 value = literal_eval(raw)
             except (SyntaxError, ValueError):
                 value = raw  # a bare string such as --dataset=shakespeare
+            if isinstance(config.get(key), tuple) and not isinstance(value, (tuple, list)):
+                collected[key] = collected.get(key, ()) + (value,)
+                value = collected[key]
             items, arg = [(key, value)], f"--{key}"
         for key, value in items:
             if key not in config:

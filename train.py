@@ -39,7 +39,7 @@ log_interval = 10
 eval_iters = 20
 init_from = 'scratch'       # 'scratch' or 'resume' (from out_dir/ckpt_last.pt)
 # data
-dataset = 'shakespeare'     # a folder data/<dataset> with train.bin / val.bin, or an image set (input_kind='patches')
+dataset = 'shakespeare'     # data/<dataset> (or a path) with train.bin / val.bin, or an image set (input_kind='patches')
 input_kind = 'tokens'       # 'tokens' or 'patches'
 image_size = 28
 patch_size = 4
@@ -130,11 +130,11 @@ def new_streams():
 streams = new_streams()
 if input_kind == 'tokens':
     from data.text import VOCAB_SIZE, get_batch, load_tokens
-    data_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', dataset)
+    data_dir = dataset if os.sep in dataset else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', dataset)
     splits = {split: load_tokens(data_dir, split) for split in ('train', 'val')}
     for split, tokens in splits.items():
         if len(tokens) < block_size:
-            raise ValueError(f"data/{dataset}/{split}.bin has {len(tokens)} tokens, fewer than block_size={block_size}: "
+            raise ValueError(f"{data_dir}/{split}.bin has {len(tokens)} tokens, fewer than block_size={block_size}: "
                              "use a smaller block_size or a larger corpus")
     model_args = dict(input_kind='tokens', vocab_size=50304, block_size=block_size)
 

@@ -1,0 +1,60 @@
+"""Shared test fixtures: tiny corpora and checkpoints in train.py's format, made in seconds."""
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from model import ModelConfig, Transformer, save_checkpoint  # noqa: E402
+
+BOS = 50256
+
+
+def write_corpus(folder, train_tokens, val_tokens):
+    """A prepared corpus as data/text.py writes it: uint16 train.bin / val.bin and meta.json."""
+    os.makedirs(folder, exist_ok=True)
+    for split, tokens in (('train', train_tokens), ('val', val_tokens)):
+        np.asarray(tokens, dtype=np.uint16).tofile(os.path.join(folder, f'{split}.bin'))
+    meta = dict(tokenizer='gpt2', vocab_size=50257, bos=BOS, train_tokens=len(train_tokens), val_tokens=len(val_tokens))
+    with open(os.path.join(folder, 'meta.json'), 'w') as f:
+        json.dump(meta, f)
+    return str(folder)
+
+
+@pytest.fixture
+def tiny_corpus(tmp_path):
+    """A repeating 'language' over 40 token ids, so a model can learn it in a few steps."""
+    rng = np.random.default_rng(0)
+    pattern = rng.integers(0, 40, size=50)
+    stream = np.concatenate([pattern + rng.integers(0, 2, size=50) for _ in range(200)])
+    return write_corpus(tmp_path / 'corpus', stream[:8000], stream[8000:])
+
+
+def make_checkpoint(path, objective='ar', input_kind='tokens', seed=0, train_config=None, **model_kwargs):
+    """A random-init model saved exactly as train.py saves one (the eval scripts read these)."""
+    torch.manual_seed(seed)
+    defaults = dict(n_layer=2, n_head=2, n_embd=32, block_size=33)
+    if input_kind == 'patches':
+        defaults = dict(n_layer=2, n_head=2, n_embd=32, image_size=28, patch_size=7, channels=1)
+    config = ModelConfig(input_kind=input_kind, **{**defaults, **model_kwargs})
+    model = Transformer(config)
+    train_config = dict(objective=objective, two_stream=None, mask_ratio=None, t=2, random_order=False,
+                        n_groups=20, segmentation='mixed', bert_replace=False, dataset='tiny',
+                        input_kind=input_kind, block_size=config.block_size, image_size=config.image_size,
+                        patch_size=config.patch_size, channels=config.channels, **(train_config or {}))
+    save_checkpoint({'model': model.state_dict(), 'model_config': asdict(config), 'config': train_config,
+                     'iter': 0, 'best_val_loss': float('inf')}, path)
+    return str(path), model
+
+
+def run_script(*args, timeout=300, env=None):
+    """Run one of the top-level scripts as a user would; returns the CompletedProcess."""
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, 'OMP_NUM_THREADS': '1', **(env or {})})
