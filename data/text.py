@@ -10,6 +10,7 @@ every row of every attention mask may see (SPEC Sec. 1, two-stream attention), s
 """
 
 import collections
+import glob
 import gzip
 import hashlib
 import io
@@ -19,6 +20,8 @@ import os
 import subprocess
 import sys
 import tarfile
+import tempfile
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -121,8 +124,8 @@ def expand_inputs(spec):
     """'a.jsonl,shards/*.json.gz,dir' -> sorted list of files (a directory = its supported files)."""
     paths = []
     for part in [p for p in str(spec).split(",") if p.strip()]:
-        part = Path(part.strip()).expanduser()
-        matches = sorted(part.parent.glob(part.name)) if any(c in part.name for c in "*?[") else [part]
+        part = os.path.expanduser(part.strip())
+        matches = sorted(map(Path, glob.glob(part, recursive=True))) if glob.has_magic(part) else [Path(part)]
         for match in matches:
             if match.is_dir():
                 paths += sorted(f for f in match.rglob("*") if f.name.lower().endswith(SUPPORTED))
@@ -156,7 +159,7 @@ def read_documents(paths, text_field="text"):
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    for path in [p for spec in paths for p in expand_inputs(spec)]:
+    for path in [f for spec in paths for f in ([Path(spec)] if Path(spec).is_file() else expand_inputs(spec))]:
         name = path.name.lower()
         if not name.endswith(SUPPORTED):
             raise ValueError(f"{path}: unsupported file type (supported: {', '.join(SUPPORTED)})")
@@ -201,17 +204,26 @@ def hold_out_tail(docs, n_tail):
 # -----------------------------------------------------------------------------
 # writing a corpus
 
+def temp_beside(path):
+    """A fresh temp file next to path (unique: two processes writing the same file do not collide);
+    written there and then os.replace'd, a crash never leaves a half-written file at path."""
+    handle, temp = tempfile.mkstemp(dir=Path(path).parent, prefix=Path(path).name + ".", suffix=".tmp")
+    os.close(handle)
+    return Path(temp)
+
+
 def write_bytes_atomic(path, payload):
-    """Write to a temp file beside path, then rename: a crash never leaves a half-written file."""
-    path = Path(path)
-    temp = path.with_name(path.name + ".tmp")
-    temp.write_bytes(payload)
-    os.replace(temp, path)
+    temp = temp_beside(path)
+    try:
+        temp.write_bytes(payload)
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
 
 
 def write_split(path, docs, encoder, split):
     """Tokenise docs (EOT after each) into a uint16 file, streaming; returns (tokens, docs)."""
-    temp = path.with_name(path.name + ".tmp")
+    temp = temp_beside(path)
     n_tokens = n_docs = 0
     try:
         with open(temp, "wb") as out, tqdm(desc=f"tokenizing {split}", unit=" docs") as progress:
@@ -236,16 +248,18 @@ def write_split(path, docs, encoder, split):
     return n_tokens, n_docs
 
 
-def write_corpus(out_dir, train_docs, val_docs, source, test_docs=()):
+def write_corpus(out_dir, train_docs, val_docs, source, test_docs=None):
     """Tokenise document iterables into out_dir/{train,val,test}.bin and meta.json.
-    An empty split (an eval-only corpus has no train) gets no .bin; meta.json lists the splits written."""
+    An empty split (an eval-only corpus has no train) gets no .bin; meta.json lists the splits written.
+    test_docs=None: the corpus has no test split at all (only WikiText-2 ships one)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "meta.json").unlink(missing_ok=True)  # no meta describing bins that are being rewritten
     encoder = get_tokenizer()
     meta = {"tokenizer": "gpt2", "vocab_size": VOCAB_SIZE, "bos": BOS, "dtype": "uint16",
             "source": source, "splits": []}
-    for split, docs in (("train", train_docs), ("val", val_docs), ("test", test_docs)):
+    splits = [("train", train_docs), ("val", val_docs)] + ([("test", test_docs)] if test_docs is not None else [])
+    for split, docs in splits:
         n_tokens, n_docs = write_split(out_dir / f"{split}.bin", docs, encoder, split)
         meta[f"{split}_tokens"], meta[f"{split}_docs"] = n_tokens, n_docs
         if n_docs:
@@ -324,12 +338,12 @@ def check_length(tokens, block_size):
                          f"use a smaller block_size or a larger corpus")
 
 
-def window(tokens, start, length):
-    """BOS followed by tokens[start:start+length], as int64."""
-    row = torch.empty(length + 1, dtype=torch.long)
-    row[0] = BOS
-    row[1:] = torch.from_numpy(tokens[start:start + length].astype(np.int64))
-    return row
+def with_bos(rows):
+    """(n, L) token rows -> (n, L + 1) LongTensor with BOS in column 0."""
+    batch = torch.empty((rows.shape[0], rows.shape[1] + 1), dtype=torch.long)
+    batch[:, 0] = BOS
+    batch[:, 1:] = torch.from_numpy(rows.astype(np.int64))
+    return batch
 
 
 def get_batch(data, batch_size, block_size, generator):
@@ -339,8 +353,8 @@ def get_batch(data, batch_size, block_size, generator):
     tokens = as_token_array(data)
     check_length(tokens, block_size)
     span = block_size - 1
-    starts = torch.randint(len(tokens) - span + 1, (batch_size,), generator=generator).tolist()
-    return torch.stack([window(tokens, start, span) for start in starts])
+    starts = torch.randint(len(tokens) - span + 1, (batch_size,), generator=generator).numpy()
+    return with_bos(tokens[starts[:, None] + np.arange(span)])  # one gather, not a loop over rows
 
 
 def iter_windows(data, block_size, batch_size=None):
@@ -350,13 +364,12 @@ def iter_windows(data, block_size, batch_size=None):
     tokens = as_token_array(data)
     check_length(tokens, block_size)
     span = block_size - 1
-    starts = range(0, len(tokens) // span * span, span)
-    if batch_size is None:
-        for start in starts:
-            yield window(tokens, start, span)
-        return
-    for first in range(0, len(starts), batch_size):
-        yield torch.stack([window(tokens, start, span) for start in starts[first:first + batch_size]])
+    n_windows = len(tokens) // span
+    step = batch_size or 1
+    for first in range(0, n_windows, step):
+        count = min(step, n_windows - first)
+        batch = with_bos(np.asarray(tokens[first * span:(first + count) * span]).reshape(count, span))
+        yield batch if batch_size else batch[0]
 
 
 # -----------------------------------------------------------------------------
@@ -384,18 +397,26 @@ def parse_overrides(defaults, argv=None):
     return config
 
 
+def run_main(main):
+    """Run a prepare script's main(): bad input ends it with one line naming the fix, not a traceback."""
+    try:
+        main()
+    except (OSError, ValueError, ImportError, RuntimeError) as error:
+        raise SystemExit(f"error: {error}") from None
+
+
 def download(url, dest_dir):
     """Fetch url into dest_dir (kept: a second prepare needs no network); returns the local path."""
-    dest = Path(dest_dir) / Path(urllib.request.urlparse(url).path).name
+    dest = Path(dest_dir) / Path(urllib.parse.urlparse(url).path).name
     if dest.exists():
         print(f"using {dest} (already downloaded)")
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    temp = dest.with_name(dest.name + ".tmp")
+    temp = temp_beside(dest)
     print(f"downloading {url} -> {dest}")
     try:
         with urllib.request.urlopen(url) as response, open(temp, "wb") as out, \
-                tqdm(total=int(response.headers.get("Content-Length") or 0) or None, unit="B", unit_scale=True) as bar:
+                tqdm(total=int(response.headers.get("Content-Length") or 0) or None, unit="B", unit_scale=1) as bar:
             while chunk := response.read(1 << 20):
                 out.write(chunk)
                 bar.update(len(chunk))

@@ -1,0 +1,5 @@
+# Table 7: masked LM with ratio 0.30 on the Pile (one-stream BERT form, "a decoder-only Transformer without causal mask").
+exec(open('config/ar_pile.py').read())
+out_dir = 'out-mlm30-pile'
+objective = 'mlm'
+mask_ratio = 0.30

@@ -1,0 +1,52 @@
+"""
+The Pile (Gao et al., 2020), the paper's pretraining corpus (Sec. 5, Table 2, Table 7): JSON-lines shards
+compressed with zstandard (00.jsonl.zst ...), one document per line in the 'text' field.
+
+    pip install zstandard                                  # .zst shards need it
+    python data/pile/prepare.py --input="pile/train/00.jsonl.zst" --max_docs=2000000
+    python data/pile/prepare.py --url=https://.../00.jsonl.zst   # downloaded to --raw_dir first
+
+The paper evaluates perplexity on "the tail of the Pile dataset, which is never exhibited to the model
+during the pretraining process" (Sec. 6): the last --val_tail_docs documents read (in input order,
+after the --max_docs cap) become val.bin and never enter train.bin.
+"""
+
+import itertools
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.text import`
+
+from data.text import download, expand_inputs, hold_out_tail, parse_overrides, read_documents, run_main, write_corpus
+
+HERE = Path(__file__).resolve().parent
+DEFAULTS = {
+    "input": "",            # comma-separated .jsonl.zst / .jsonl / .jsonl.gz files, globs or folders
+    "url": "",              # comma-separated URLs, downloaded into --raw_dir and read after --input
+    "raw_dir": str(HERE / "raw"),  # where --url downloads go (kept: data/*/raw/ is git-ignored)
+    "out_dir": str(HERE),
+    "val_tail_docs": 10000,  # held-out tail, for the Table 7 perplexity
+    "max_docs": 0,          # read at most this many documents (0 = all): a full shard is ~7M documents
+    "text_field": "text",
+}
+
+
+def main(argv=None):
+    config = parse_overrides(DEFAULTS, argv)
+    paths = expand_inputs(config["input"]) if config["input"] else []
+    paths += [download(url, config["raw_dir"]) for url in config["url"].split(",") if url.strip()]
+    if not paths:
+        raise SystemExit("no input: pass --input=PATH_TO/00.jsonl.zst (comma-separated, globs allowed) or --url=URL")
+    if config["val_tail_docs"] < 0 or config["max_docs"] < 0:
+        raise SystemExit("--val_tail_docs and --max_docs must be >= 0")
+    docs = (doc for doc in read_documents(paths, config["text_field"]) if doc.strip())
+    if config["max_docs"]:
+        docs = itertools.islice(docs, config["max_docs"])
+    train, val = hold_out_tail(docs, config["val_tail_docs"])
+    source = (f"The Pile: {', '.join(p.name for p in paths)}; max_docs={config['max_docs']}; "
+              f"val = the last {config['val_tail_docs']} documents")
+    return write_corpus(config["out_dir"], train, val, source=source)
+
+
+if __name__ == "__main__":
+    run_main(main)

