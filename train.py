@@ -193,6 +193,11 @@ if checkpoint is not None:
         generator.set_state(state)
     torch.set_rng_state(checkpoint['torch_rng'][rank])
     checkpoint = None  # free memory
+# DDP wants a gradient for every trainable parameter: freeze the learned inputs this objective never reads
+probe = make_batch(objective, sequences('train', torch.Generator().manual_seed(0)), torch.Generator().manual_seed(0),
+                   **objective_args)
+model.query_emb.requires_grad_(probe['query_pos'] is not None)
+model.mask_emb.requires_grad_(probe['content_masked'] is not None)
 raw_model = model
 if compile:
     model = torch.compile(model)

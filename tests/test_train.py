@@ -1,0 +1,185 @@
+"""train.py end to end: DDP equals accumulation, resume equals straight, crashes lose nothing, it learns,
+and every bad input stops with one line."""
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import ROOT, run_script, write_corpus
+from model import load_checkpoint, read_checkpoint, save_checkpoint
+
+TINY = ['--n_layer=2', '--n_head=2', '--n_embd=32', '--block_size=33', '--batch_size=4', '--eval_iters=2',
+        '--log_interval=1', '--progress=False', '--warmup_iters=2', '--lr_decay_iters=20', '--learning_rate=3e-3']
+
+
+def train(out_dir, corpus, *args, env=None):
+    result = run_script('train.py', f'--dataset={corpus}', f'--out_dir={out_dir}', *TINY, *args, env=env)
+    return result
+
+
+def params(out_dir):
+    return read_checkpoint(os.path.join(out_dir, 'ckpt_last.pt'))['model']
+
+
+def log(out_dir):
+    return [json.loads(line) for line in open(os.path.join(out_dir, 'log.jsonl'))]
+
+# -----------------------------------------------------------------------------
+
+def test_ddp_equals_gradient_accumulation(tmp_path, tiny_corpus):
+    """2 gloo processes x 1 micro-step == 1 process x 2 micro-steps: same data, same averaged gradient."""
+    common = ['--objective=dar', '--max_iters=3', '--eval_interval=3', '--gradient_accumulation_steps=2']
+    single = train(tmp_path / 'single', tiny_corpus, *common)
+    assert single.returncode == 0, single.stderr
+    ddp = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2',
+                          'train.py', f'--dataset={tiny_corpus}', f'--out_dir={tmp_path / "ddp"}', *TINY, *common],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    assert ddp.returncode == 0, ddp.stderr
+    a, b = params(tmp_path / 'single'), params(tmp_path / 'ddp')
+    assert a.keys() == b.keys()
+    for name in a:
+        assert (a[name] - b[name]).abs().max() <= 1e-6, name
+    assert read_checkpoint(tmp_path / 'ddp' / 'ckpt_last.pt')['world_size'] == 2
+
+
+@pytest.mark.parametrize('objective', ['ar', 'vm'])
+def test_resume_equals_straight_run(tmp_path, tiny_corpus, objective):
+    common = [f'--objective={objective}', '--eval_interval=3']
+    straight = train(tmp_path / 'straight', tiny_corpus, *common, '--max_iters=6')
+    assert straight.returncode == 0, straight.stderr
+    first = train(tmp_path / 'resumed', tiny_corpus, *common, '--max_iters=3')
+    assert first.returncode == 0, first.stderr
+    second = train(tmp_path / 'resumed', tiny_corpus, *common, '--max_iters=6', '--init_from=resume')
+    assert second.returncode == 0, second.stderr
+    assert [r['train_loss'] for r in log(tmp_path / 'straight')] == [r['train_loss'] for r in log(tmp_path / 'resumed')]
+    a, b = params(tmp_path / 'straight'), params(tmp_path / 'resumed')
+    for name in a:
+        assert torch.equal(a[name], b[name]), name  # bitwise on CPU
+
+
+def test_sigterm_saves_and_resumes(tmp_path, tiny_corpus):
+    out = tmp_path / 'out'
+    proc = subprocess.Popen([sys.executable, 'train.py', f'--dataset={tiny_corpus}', f'--out_dir={out}', *TINY,
+                             '--max_iters=100000', '--eval_interval=100000'], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not os.path.isdir(out) and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.2)  # train.py makes out_dir right before its first step
+    time.sleep(3)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    ckpt = read_checkpoint(out / 'ckpt_last.pt')
+    assert 0 < ckpt['iter'] < 100000
+    assert 'init_from=resume' in stdout + stderr
+
+
+def test_sigkill_during_checkpoint_write_keeps_the_previous_one(tmp_path):
+    path = tmp_path / 'ckpt.pt'
+    good = {'model': {'w': torch.ones(3)}, 'model_config': {}}
+    save_checkpoint(good, path)
+    writer = subprocess.Popen([sys.executable, '-c', (
+        "import sys, torch; sys.path.insert(0, '.'); from model import save_checkpoint\n"
+        f"big = {{'model': {{'w': torch.zeros(150_000_000)}}, 'model_config': {{}}}}\n"
+        f"while True: save_checkpoint(big, {str(path)!r})")], cwd=ROOT)
+    time.sleep(4)
+    writer.kill()
+    writer.wait()
+    ckpt = read_checkpoint(path)  # the old one, or a complete new one: never a torn file
+    assert ckpt['model']['w'].numel() in (3, 150_000_000)
+
+
+def test_every_objective_learns_and_writes_its_outputs(tmp_path, tiny_corpus):
+    for objective, extra in [('ar', []), ('dar', []), ('mlm', []), ('vm', ['--two_stream=True']),
+                             ('gvp', ['--n_groups=4'])]:
+        out = tmp_path / objective
+        result = train(out, tiny_corpus, f'--objective={objective}', *extra, '--max_iters=30', '--eval_interval=10',
+                       '--lr_decay_iters=30')
+        assert result.returncode == 0, result.stderr
+        records = log(out)
+        assert [r['iter'] for r in records] == [10, 20, 30]
+        assert records[-1]['val_loss'] < records[0]['val_loss'] - 0.2, (objective, records)
+        assert {'iter', 'train_loss', 'val_loss', 'lr', 'tokens_per_sec'} <= set(records[0])
+        assert (out / 'loss.png').exists() and (out / 'loss.csv').exists() and (out / 'ckpt_best.pt').exists()
+        model, ckpt = load_checkpoint(out / 'ckpt_best.pt')
+        assert ckpt['config']['objective'] == objective
+
+
+def test_ar_on_shakespeare_beats_the_unigram_entropy(tmp_path):
+    """Real data, a CPU-minute budget: the model must learn more than token frequencies."""
+    data_dir = tmp_path / 'shakespeare'
+    prepared = run_script('data/shakespeare/prepare.py', f'--out_dir={data_dir}')
+    assert prepared.returncode == 0, prepared.stderr
+    train_tokens = np.fromfile(data_dir / 'train.bin', dtype=np.uint16)
+    counts = np.bincount(train_tokens).astype(np.float64)
+    p = counts[counts > 0] / counts.sum()
+    unigram_entropy = float(-(p * np.log(p)).sum())
+    result = run_script('train.py', 'config/ar_shakespeare.py', f'--dataset={data_dir}', f'--out_dir={tmp_path / "out"}',
+                        '--block_size=64', '--batch_size=8', '--max_iters=250', '--lr_decay_iters=250',
+                        '--warmup_iters=20', '--eval_interval=250', '--eval_iters=8', '--progress=False',
+                        '--learning_rate=3e-3')
+    assert result.returncode == 0, result.stderr
+    val_loss = log(tmp_path / 'out')[-1]['val_loss']
+    assert val_loss < unigram_entropy, (val_loss, unigram_entropy)
+
+# -----------------------------------------------------------------------------
+# bad input: one line on stderr, non-zero exit, nothing half-written
+
+def one_line_failure(result, match):
+    lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
+    assert result.returncode != 0
+    assert len(lines) == 1, result.stderr
+    assert match in lines[0], lines[0]
+
+
+def test_config_errors(tmp_path, tiny_corpus):
+    one_line_failure(train(tmp_path, tiny_corpus, '--n_layers=2'), "unknown config key 'n_layers'")
+    one_line_failure(train(tmp_path, tiny_corpus, '--n_layer=two'), "'n_layer' must be int")
+    one_line_failure(train(tmp_path, tiny_corpus, 'config/nope.py'), 'config file config/nope.py not found')
+    one_line_failure(train(tmp_path, tiny_corpus, '--objective=bart'), 'unknown objective')
+
+
+def test_data_errors(tmp_path, tiny_corpus):
+    one_line_failure(train(tmp_path, str(tmp_path / 'nowhere' / 'corpus')), 'prepare')
+    empty = tmp_path / 'empty'
+    shutil.copytree(tiny_corpus, empty)
+    open(empty / 'train.bin', 'wb').close()
+    one_line_failure(train(tmp_path, str(empty)), 'empty')
+    other_vocab = tmp_path / 'other_vocab'
+    shutil.copytree(tiny_corpus, other_vocab)
+    meta = json.load(open(other_vocab / 'meta.json'))
+    json.dump({**meta, 'vocab_size': 32000}, open(other_vocab / 'meta.json', 'w'))
+    one_line_failure(train(tmp_path, str(other_vocab)), 'vocab mismatch')
+    short = write_corpus(tmp_path / 'short', np.arange(100), np.arange(20))
+    one_line_failure(train(tmp_path, short), 'fewer than block_size')
+    assert not os.path.exists(tmp_path / 'ckpt_last.pt')
+
+
+def test_checkpoint_errors(tmp_path, tiny_corpus):
+    out = tmp_path / 'out'
+    assert train(out, tiny_corpus, '--max_iters=2', '--eval_interval=2').returncode == 0
+    one_line_failure(train(out, tiny_corpus, '--n_embd=64', '--max_iters=4', '--init_from=resume'), 'another architecture')
+    before = (out / 'ckpt_last.pt').read_bytes()
+    (out / 'ckpt_last.pt').write_bytes(before[:len(before) // 2])
+    one_line_failure(train(out, tiny_corpus, '--max_iters=4', '--init_from=resume'), 'corrupt')
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_corpus):
+    out = tmp_path / 'out'
+    assert train(out, tiny_corpus, '--max_iters=2', '--eval_interval=2').returncode == 0
+    good = read_checkpoint(out / 'ckpt_last.pt')
+    result = train(out, tiny_corpus, '--max_iters=40', '--eval_interval=40', '--init_from=resume',
+                   '--learning_rate=1e30', '--grad_clip=0.0', '--warmup_iters=0')
+    one_line_failure(result, 'loss is nan')
+    kept = read_checkpoint(out / 'ckpt_last.pt')
+    assert kept['iter'] == good['iter'] == 2
+    assert all(torch.isfinite(v).all() for v in kept['model'].values())
