@@ -191,7 +191,11 @@ if checkpoint is not None:
     iter_num, best_val_loss = checkpoint['iter'], checkpoint['best_val_loss']
     for generator, state in zip(streams, checkpoint['streams'][rank]):
         generator.set_state(state)
-    torch.set_rng_state(checkpoint['torch_rng'][rank])
+    if device_type == 'cpu':
+        torch.set_rng_state(checkpoint['torch_rng'][rank])
+    else:  # (cpu state, cuda state) of this process
+        torch.set_rng_state(checkpoint['torch_rng'][rank][0])
+        torch.cuda.set_rng_state(checkpoint['torch_rng'][rank][1], device)
     checkpoint = None  # free memory
 # DDP wants a gradient for every trainable parameter: freeze the learned inputs this objective never reads
 probe = make_batch(objective, sequences('train', torch.Generator().manual_seed(0)), torch.Generator().manual_seed(0),
@@ -262,7 +266,7 @@ for sig in (signal.SIGTERM, signal.SIGUSR1):
 
 def save(paths):
     states = [generator.get_state() for generator in streams]
-    torch_rng = torch.get_rng_state()
+    torch_rng = torch.get_rng_state() if device_type == 'cpu' else [torch.get_rng_state(), torch.cuda.get_rng_state(device)]
     if ddp:  # the data position of every process lives in rank 0's checkpoint
         gathered = [None] * world_size
         dist.all_gather_object(gathered, (states, torch_rng))
