@@ -45,10 +45,10 @@ def make_checkpoint(path, objective='ar', input_kind='tokens', seed=0, train_con
         defaults = dict(n_layer=2, n_head=2, n_embd=32, image_size=28, patch_size=7, channels=1)
     config = ModelConfig(input_kind=input_kind, **{**defaults, **model_kwargs})
     model = Transformer(config)
-    train_config = dict(objective=objective, two_stream=None, mask_ratio=None, t=2, random_order=False,
-                        n_groups=20, segmentation='mixed', bert_replace=False, dataset='tiny',
-                        input_kind=input_kind, block_size=config.block_size, image_size=config.image_size,
-                        patch_size=config.patch_size, channels=config.channels, **(train_config or {}))
+    train_config = {**dict(objective=objective, two_stream=None, mask_ratio=None, t=2, random_order=False,
+                           n_groups=20, segmentation='mixed', bert_replace=False, dataset='tiny',
+                           input_kind=input_kind, block_size=config.block_size, image_size=config.image_size,
+                           patch_size=config.patch_size, channels=config.channels), **(train_config or {})}
     save_checkpoint({'model': model.state_dict(), 'model_config': asdict(config), 'config': train_config,
                      'iter': 0, 'best_val_loss': float('inf')}, path)
     return str(path), model

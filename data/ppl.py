@@ -1,0 +1,138 @@
+"""
+Next-token perplexity from a prefix only (Eq. 2), for a model trained with any objective, and its split by
+conditioning length k (Fig. 3). eval_ppl.py runs this over a corpus; the tests call it directly.
+
+Column k of a window's scores is -log p(x_{k+1} | BOS, x_1..x_k), k = 0..S-2. How a model reads the prefix follows
+from how it was trained (objectives.prefix_style / prefix_batch):
+  causal             GPT: all k of a window in one causal pass
+  groups             two-stream (dar, gvp, two-stream ar): the query at k+1 sees content 0..k; all k in one pass
+  bert               one-stream masked: BOS + prefix + [MASK] at k+1, nothing after; one row per k
+  masked_two_stream  two-stream masked: the query at k+1 sees the prefix content only; one row per k
+"""
+import math
+from contextlib import nullcontext
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from data.text import with_bos
+from objectives import OBJECTIVES, prefix_batch, prefix_style, to_device
+
+ROW_STYLES = ('bert', 'masked_two_stream')  # one row per prefix length: these need chunking and trimming
+DEFAULT_BUCKETS = (0, 1, 2, 4, 8, 16, 32, 64, 128)
+
+# -----------------------------------------------------------------------------
+# which prefix style a checkpoint needs
+
+def eval_style(train_config):
+    """Prefix style of a checkpoint, from its training config (train.py's globals)."""
+    objective, two_stream = train_config['objective'], train_config.get('two_stream')
+    if objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r} in the checkpoint's config: expected one of {OBJECTIVES}")
+    if objective == 'ar' and train_config.get('random_order'):
+        two_stream = True  # make_batch trains random-order ar as two-stream dar with t = 1 (XLNet)
+    return prefix_style(objective, two_stream)
+
+# -----------------------------------------------------------------------------
+# evaluation windows
+
+def window_starts(n_tokens, block_size, max_tokens=0):
+    """Token offsets of the windows to score: the consecutive, non-overlapping windows of data.text.iter_windows
+    (BOS + block_size-1 tokens each), all of them, or an evenly spaced subset of about max_tokens scored targets,
+    so that a bounded run still samples the whole split and not only its first document."""
+    if max_tokens < 0:
+        raise ValueError(f"max_tokens={max_tokens}: give a positive bound, or 0 for the whole split")
+    span = block_size - 1
+    n_windows = n_tokens // span
+    if n_windows == 0:
+        raise ValueError(f"the split has {n_tokens} tokens, fewer than one window of {span}: "
+                         "use a smaller --block_size or a larger split")
+    n = n_windows if not max_tokens else min(n_windows, max(1, max_tokens // span))
+    return (np.arange(n) * n_windows // n) * span
+
+def gather_windows(tokens, starts, block_size):
+    """(len(starts), block_size) LongTensor: BOS, then block_size-1 tokens from each start."""
+    return with_bos(np.asarray(tokens[np.asarray(starts)[:, None] + np.arange(block_size - 1)]))
+
+# -----------------------------------------------------------------------------
+# scoring
+
+def take_rows(batch, rows, width):
+    """Some rows of a one-row-per-prefix batch, keeping only its first `width` input positions."""
+    part = {}
+    for key, value in batch.items():
+        if torch.is_tensor(value):
+            value = value[rows]
+            if key.startswith('content'):  # content, content_pos, content_groups, content_masked
+                value = value[:, :width]
+        part[key] = value
+    return part
+
+def target_nll(model, batch):
+    logits, _ = model(**batch)
+    targets = batch['targets']
+    return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), reduction='none').view(targets.shape)
+
+@torch.no_grad()
+def score_windows(model, windows, style, rows_per_pass=1024, autocast=None):
+    """windows: (B, S) token ids, conditioning token in column 0. Returns (B, S-1) float32 NLLs on the CPU,
+    column k = -log p(x_{k+1} | x_0..x_k). At most rows_per_pass target rows (rows x vocab logits) per pass."""
+    autocast = autocast or nullcontext()
+    device = next(model.parameters()).device
+    B, S = windows.shape
+    L = S - 1
+    if style not in ROW_STYLES:  # every prefix of a window in one sequence
+        nll = []
+        for chunk in windows.split(max(1, rows_per_pass // L)):
+            with autocast:
+                nll.append(target_nll(model, to_device(prefix_batch(chunk, style), device)).cpu())
+        return torch.cat(nll)
+    # One row per (window, k). Passes take rows in order of k, so each pass holds similar prefix lengths, and
+    # drop the input columns after the pass's last target: those are PAD_GROUP positions no real row sees, so
+    # the scores are unchanged and the work is about halved. With flex attention, shapes stay fixed (a new shape
+    # is a recompile).
+    batch = prefix_batch(windows, style)  # row b * L + k
+    k_of_row = torch.arange(L).repeat(B)
+    trim = model.config.attn_backend == 'sdpa'
+    nll = torch.empty(B * L)
+    for rows in torch.argsort(k_of_row, stable=True).split(rows_per_pass):
+        width = int(k_of_row[rows].max()) + 2 if trim else S
+        with autocast:
+            nll[rows] = target_nll(model, to_device(take_rows(batch, rows, width), device)).view(-1).cpu()
+    return nll.view(B, L)
+
+# -----------------------------------------------------------------------------
+# perplexity overall and by conditioning length
+
+def check_buckets(edges):
+    edges = tuple(edges)
+    if not edges or not all(isinstance(e, int) for e in edges) or edges[0] != 0 or \
+            any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ValueError(f"buckets must be increasing integer prefix lengths starting at 0, got {edges!r}: "
+                         "e.g. --buckets=(0,1,2,4,8,16,32,64,128)")
+    return edges
+
+def perplexity(nll_sum, count):
+    """exp(mean NLL) over all scored targets (Eq. 2); nan when there are none."""
+    return math.exp(nll_sum / count) if count else float('nan')
+
+def bucket_table(nll_sum_by_k, count_by_k, edges):
+    """Per-k sums -> one dict per non-empty bucket [edges[i], edges[i+1]) (the last one open-ended), each with its
+    target count, NLL sum, mean NLL and perplexity. The buckets partition k, so their sums add up to the total."""
+    nll_sum_by_k, count_by_k = np.asarray(nll_sum_by_k, dtype=np.float64), np.asarray(count_by_k, dtype=np.int64)
+    n_k = len(count_by_k)
+    table = []
+    for i, first in enumerate(check_buckets(edges)):
+        end = min(edges[i + 1], n_k) if i + 1 < len(edges) else n_k
+        if first >= n_k:
+            break
+        targets, nll_sum = int(count_by_k[first:end].sum()), float(nll_sum_by_k[first:end].sum())
+        if targets:
+            table.append(dict(k_first=first, k_last=end - 1, targets=targets, nll_sum=nll_sum,
+                              nll=nll_sum / targets, ppl=perplexity(nll_sum, targets)))
+    return table
+
+def bucket_name(bucket):
+    first, last = bucket['k_first'], bucket['k_last']
+    return f"k={first}" if first == last else f"k={first}-{last}"

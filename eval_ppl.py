@@ -1,0 +1,186 @@
+"""
+Perplexity (Eq. 2) of checkpoints of any objective on held-out text, overall and by conditioning length k (Fig. 3).
+
+Every model predicts x_{k+1} from x_1..x_k only (data/ppl.py says how each objective reads a prefix), so the
+numbers of ar, dar, mlm and vm models are comparable; all checkpoints of a run are scored on the same windows.
+
+One CPU:
+$ python eval_ppl.py config/eval_ppl_shakespeare.py --ckpt=out-ar/ckpt_best.pt --ckpt=out-vm/ckpt_best.pt
+Several GPUs (each process scores a shard of the windows; rank 0 gathers and writes):
+$ torchrun --standalone --nproc_per_node=8 eval_ppl.py config/eval_ppl_wikipedia.py --ckpt=...
+Writes to out_dir: ppl_by_k.png + ppl_by_k.csv (one line per checkpoint), summary.json; prints a table.
+"""
+import json
+import os
+import sys
+import time
+from contextlib import nullcontext
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from tqdm import tqdm
+
+from configurator import configure, one_line_errors
+from data.plot import line_plot
+from data.ppl import (DEFAULT_BUCKETS, bucket_name, bucket_table, check_buckets, eval_style, gather_windows,
+                      perplexity, score_windows, window_starts)
+from data.text import BOS, load_tokens, prepare_command, read_meta
+from model import load_checkpoint, read_checkpoint
+
+# -----------------------------------------------------------------------------
+# default config
+ckpt = ()                   # checkpoints to compare: --ckpt=a.pt --ckpt=b.pt
+names = ()                  # their labels, same order (default: the checkpoint's folder name)
+data = 'shakespeare'        # data/<name> (python data/<name>/prepare.py) or a path to a prepared folder
+split = 'val'
+block_size = 0              # window length, BOS included; 0 = the smallest block_size among the checkpoints
+max_tokens = 0              # score about this many targets, windows spread evenly over the split; 0 = all
+buckets = DEFAULT_BUCKETS   # conditioning-length buckets [b_i, b_{i+1}) (Fig. 3); the last is open-ended
+batch_size = 64             # windows per step
+rows_per_pass = 1024        # target rows per forward pass: bounds the logits (rows x vocab) in memory
+out_dir = 'out/eval_ppl'
+device = 'auto'             # 'cpu', 'cuda', 'cuda:1', ... ; auto = cuda if available
+dtype = 'auto'              # bf16 autocast on CUDA, fp32 on CPU
+attn_backend = 'auto'       # 'flex' on CUDA, 'sdpa' (dense mask) on CPU
+progress = True
+# -----------------------------------------------------------------------------
+one_line_errors('eval_ppl.py')
+configure(globals(), sys.argv[1:])
+
+# -----------------------------------------------------------------------------
+# processes and devices (as in train.py)
+ddp = int(os.environ.get('RANK', -1)) != -1
+if device == 'auto':
+    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+if ddp:
+    rank, local_rank, world_size = int(os.environ['RANK']), int(os.environ['LOCAL_RANK']), int(os.environ['WORLD_SIZE'])
+    if device.startswith('cuda'):
+        device = f'cuda:{local_rank}'
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend='nccl' if device.startswith('cuda') else 'gloo')
+else:
+    rank, world_size = 0, 1
+master = rank == 0
+device_type = 'cuda' if device.startswith('cuda') else 'cpu'
+if dtype == 'auto':
+    dtype = 'bfloat16' if device_type == 'cuda' and torch.cuda.is_bf16_supported() else 'float32'
+autocast = nullcontext() if dtype == 'float32' else torch.autocast(device_type, dtype=getattr(torch, dtype))
+if attn_backend == 'auto':
+    attn_backend = 'flex' if device_type == 'cuda' else 'sdpa'
+if device_type == 'cuda':
+    torch.backends.cuda.matmul.allow_tf32 = True
+
+# -----------------------------------------------------------------------------
+# checkpoints: check them all before scoring any, so a bad one fails in seconds
+if not ckpt:
+    raise ValueError("no checkpoint given: pass --ckpt=out-shakespeare/ckpt_best.pt (repeat --ckpt=... to compare)")
+if names and len(names) != len(ckpt):
+    raise ValueError(f"{len(names)} names for {len(ckpt)} checkpoints: give one --names=... per --ckpt=..., or none")
+buckets = check_buckets(buckets)
+if not (rows_per_pass >= 1 and batch_size >= 1):
+    raise ValueError(f"rows_per_pass and batch_size must be >= 1, got {rows_per_pass} and {batch_size}")
+runs = []
+for i, path in enumerate(ckpt):
+    checkpoint = read_checkpoint(path)
+    model_config, train_config = checkpoint['model_config'], checkpoint.get('config', {})
+    if model_config.get('input_kind', 'tokens') != 'tokens':
+        raise ValueError(f"{path} is an image model (input_kind={model_config['input_kind']!r}), not a text model: "
+                         "eval_ppl.py scores token checkpoints only")
+    if 'objective' not in train_config:
+        raise ValueError(f"{path} has no training config (config['objective']): it was not written by train.py")
+    label = names[i] if names else os.path.basename(os.path.dirname(os.path.abspath(path)))
+    runs.append(dict(path=path, name=label, objective=train_config['objective'], style=eval_style(train_config),
+                     mask_ratio=train_config.get('mask_ratio'), t=train_config.get('t'),
+                     vocab_size=model_config['vocab_size'], block_size=model_config['block_size']))
+    del checkpoint
+if len({run['name'] for run in runs}) < len(runs):  # e.g. ckpt_best.pt and ckpt_last.pt of one out_dir
+    for run in runs:
+        run['name'] = run['path']
+if block_size == 0:
+    block_size = min(run['block_size'] for run in runs)
+if block_size < 2:
+    raise ValueError(f"block_size={block_size}: a window needs the conditioning token and at least one target")
+for run in runs:
+    if block_size > run['block_size']:
+        raise ValueError(f"windows of block_size={block_size} are longer than {run['path']}'s block_size="
+                         f"{run['block_size']}: use --block_size={run['block_size']} or less")
+
+# -----------------------------------------------------------------------------
+# data: the same windows for every checkpoint
+data_dir = data if os.sep in data else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', data)
+meta = read_meta(data_dir)
+if meta is not None and meta.get('tokenizer', 'gpt2') != 'gpt2':
+    raise ValueError(f"{data_dir} was tokenised with {meta['tokenizer']!r}, the models use GPT-2's BPE: "
+                     f"rerun `{prepare_command(data_dir)}`")
+tokens = load_tokens(data_dir, split)  # refuses a meta.json with another vocab_size
+starts = window_starts(len(tokens), block_size, max_tokens)
+largest_id = BOS  # every window starts with it
+for first in range(0, len(starts), 4096):
+    largest_id = max(largest_id, int(gather_windows(tokens, starts[first:first + 4096], block_size).max()))
+for run in runs:
+    if largest_id >= run['vocab_size']:
+        raise ValueError(f"{data_dir} holds token id {largest_id} >= {run['path']}'s vocab_size={run['vocab_size']}: "
+                         "the data was tokenised with another vocabulary than the model's")
+my_starts = starts[rank::world_size]  # this process's shard of the windows
+n_targets = len(starts) * (block_size - 1)
+if master:
+    print(f"{data_dir} ({split}): {len(starts)} windows of {block_size} = {n_targets:,} scored targets | "
+          f"{device} {dtype} {attn_backend} | {world_size} process(es)")
+
+# -----------------------------------------------------------------------------
+# scoring: per-k NLL sums, gathered over processes
+for run in runs:
+    model, _ = load_checkpoint(run['path'], device, attn_backend=attn_backend)
+    nll_sum_by_k = np.zeros(block_size - 1, dtype=np.float64)
+    count_by_k = np.zeros(block_size - 1, dtype=np.int64)
+    t0 = time.time()
+    bar = tqdm(total=len(my_starts), desc=run['name'][-30:], unit=' windows', disable=not (master and progress),
+               dynamic_ncols=True)
+    for first in range(0, len(my_starts), batch_size):
+        windows = gather_windows(tokens, my_starts[first:first + batch_size], block_size)
+        nll = score_windows(model, windows, run['style'], rows_per_pass, autocast)
+        nll_sum_by_k += nll.double().sum(dim=0).numpy()
+        count_by_k += nll.shape[0]
+        bar.update(len(windows))
+    bar.close()
+    if ddp:
+        gathered = [None] * world_size
+        dist.all_gather_object(gathered, (nll_sum_by_k, count_by_k))
+        nll_sum_by_k, count_by_k = sum(g[0] for g in gathered), sum(g[1] for g in gathered)
+    seconds = time.time() - t0
+    if not np.isfinite(nll_sum_by_k).all():
+        raise ValueError(f"{run['path']} gives non-finite NLLs: the checkpoint's weights are broken (NaN/inf)")
+    total_nll, total = float(nll_sum_by_k.sum()), int(count_by_k.sum())
+    run.update(nll=total_nll / total, ppl=perplexity(total_nll, total), targets=total, seconds=seconds,
+               tokens_per_sec=total / max(seconds, 1e-9), buckets=bucket_table(nll_sum_by_k, count_by_k, buckets),
+               nll_sum_by_k=nll_sum_by_k.tolist(), count_by_k=count_by_k.tolist())
+    del model
+
+# -----------------------------------------------------------------------------
+# report: table, Fig. 3 plot + CSV, JSON summary (rank 0 only)
+if master:
+    columns = [bucket_name(b) for b in runs[0]['buckets']]
+    width = max(12, *(len(c) + 2 for c in columns))
+    name_width = max(len('checkpoint'), *(len(run['name']) for run in runs)) + 2
+    print(f"{'checkpoint':<{name_width}}{'objective':<11}{'style':<19}{'ppl':>{width}}" +
+          ''.join(f"{c:>{width}}" for c in columns) + f"{'tok/s':>10}")
+    for run in runs:
+        print(f"{run['name']:<{name_width}}{run['objective']:<11}{run['style']:<19}{run['ppl']:>{width}.2f}" +
+              ''.join(f"{b['ppl']:>{width}.2f}" for b in run['buckets']) + f"{run['tokens_per_sec']:>10.0f}")
+    os.makedirs(out_dir, exist_ok=True)
+    # x = k + 1 (the prefix tokens seen, BOS included) so the log axis can show k = 0
+    line_plot(os.path.join(out_dir, 'ppl_by_k.png'),
+              {run['name']: ([b['k_first'] + 1 for b in run['buckets']], [b['ppl'] for b in run['buckets']])
+               for run in runs},
+              title=f"perplexity by conditioning length on {os.path.basename(data_dir)} ({split})",
+              xlabel='k+1 (bucket start)', ylabel='ppl', logx=True, logy=True)
+    summary = dict(data=data_dir, split=split, block_size=block_size, windows=len(starts), targets=n_targets,
+                   bucket_edges=list(buckets), device=device, dtype=dtype, world_size=world_size, checkpoints=runs)
+    summary_path = os.path.join(out_dir, 'summary.json')
+    with open(summary_path + '.tmp', 'w') as f:
+        json.dump(summary, f, indent=1)
+    os.replace(summary_path + '.tmp', summary_path)
+    print(f"wrote {os.path.join(out_dir, 'ppl_by_k.png')}, ppl_by_k.csv and summary.json")
+if ddp:
+    dist.destroy_process_group()

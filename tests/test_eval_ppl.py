@@ -1,0 +1,223 @@
+"""eval_ppl.py and data/ppl.py: next-token NLL from a prefix only (Eq. 2), by conditioning length (Fig. 3)."""
+import csv
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import make_checkpoint, run_script, write_corpus
+from data.ppl import (bucket_table, eval_style, gather_windows, score_windows, window_starts)
+from data.text import iter_windows
+from model import save_checkpoint
+
+VOCAB = 64                # small vocabularies keep the library tests fast
+CONDITIONING = VOCAB - 1  # stands in for BOS in column 0 of the library tests' windows
+
+# the four ways a model reads a prefix, with an objective (and two_stream setting) that needs each
+STYLES = [('causal', 'ar', None), ('groups', 'dar', None), ('bert', 'mlm', None), ('masked_two_stream', 'vm', True)]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """These ops are tiny: with two threads on a busy 2-core machine OpenMP barriers make them ~20x slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def small_model(tmp_path, objective, seed=0, **kwargs):
+    _, model = make_checkpoint(tmp_path / f'{objective}.pt', objective, seed=seed, vocab_size=VOCAB, block_size=17,
+                               **kwargs)
+    with torch.no_grad():  # sharper, input-dependent predictions than the near-uniform N(0, 0.02) init
+        model.wte.weight.mul_(50)
+    return model.eval()
+
+
+def random_windows(n, S, seed=0):
+    windows = torch.randint(0, CONDITIONING, (n, S), generator=torch.Generator().manual_seed(seed))
+    windows[:, 0] = CONDITIONING
+    return windows
+
+
+def reference_nll(model, window, style):
+    """A plain loop: one forward per prefix length k, on BOS + x_1..x_k alone (nothing after x_k is in the input)."""
+    out = []
+    for k in range(len(window) - 1):
+        prefix, pos = window[None, :k + 1], torch.arange(k + 1)[None]
+        target_pos = torch.tensor([[k + 1]])
+        if style == 'causal':
+            logits, _ = model(prefix, pos, pos, pred_index=torch.tensor([[k]]), causal=True)
+        elif style == 'groups':  # prefix content causal (groups of one); the query at k+1 sees all of it
+            logits, _ = model(prefix, pos, pos, query_pos=target_pos, query_groups=target_pos)
+        elif style == 'bert':  # BOS + prefix + [MASK] (the token under the mask is irrelevant: 0), bidirectional
+            content, pos = torch.cat([prefix, torch.zeros(1, 1, dtype=torch.long)], 1), torch.arange(k + 2)[None]
+            logits, _ = model(content, pos, torch.zeros_like(pos), content_masked=pos == k + 1, pred_index=target_pos)
+        else:  # two-stream masked: prefix content bidirectional (group 0), the query at k+1 in group 1
+            logits, _ = model(prefix, pos, torch.zeros_like(pos), query_pos=target_pos,
+                              query_groups=torch.ones_like(target_pos))
+        out.append(-torch.log_softmax(logits[0, -1].float(), dim=-1)[window[k + 1]])
+    return torch.stack(out)
+
+# -----------------------------------------------------------------------------
+# 1. batched scoring equals one forward per prefix
+
+
+@pytest.mark.parametrize('style,objective,two_stream', STYLES)
+def test_batched_scores_equal_one_forward_per_prefix(tmp_path, style, objective, two_stream):
+    assert eval_style(dict(objective=objective, two_stream=two_stream)) == style
+    model = small_model(tmp_path, objective)
+    windows = random_windows(3, 17)
+    with torch.no_grad():
+        expected = torch.stack([reference_nll(model, w, style) for w in windows])
+    for rows_per_pass in (7, 10 ** 6):  # chunked (and, for masked styles, trimmed) passes, and one pass
+        nll = score_windows(model, windows, style, rows_per_pass=rows_per_pass)
+        assert nll.shape == (3, 16)
+        torch.testing.assert_close(nll, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_eval_style_follows_the_training_config():
+    assert eval_style(dict(objective='ar', two_stream=None, random_order=True)) == 'groups'  # XLNet: two-stream
+    assert eval_style(dict(objective='ar', two_stream=True)) == 'groups'
+    assert eval_style(dict(objective='gvp', two_stream=None)) == 'groups'
+    assert eval_style(dict(objective='mlm', two_stream=True)) == 'masked_two_stream'
+    assert eval_style(dict(objective='vm', two_stream=False)) == 'bert'
+    with pytest.raises(ValueError, match='unknown objective'):
+        eval_style(dict(objective='clm'))
+
+# -----------------------------------------------------------------------------
+# 2. a prediction at k+1 depends on x_1..x_k only
+
+
+@pytest.mark.parametrize('style,objective,two_stream', STYLES)
+def test_prediction_ignores_the_target_and_everything_after(tmp_path, style, objective, two_stream):
+    """Windows share x_0..x_k; x_{k+1} runs over the whole vocabulary and the tokens after it are random. If the
+    prediction of x_{k+1} saw nothing past x_k, these are the probabilities of one distribution: they sum to 1,
+    and the scores of earlier targets are identical across the windows."""
+    model = small_model(tmp_path, objective, seed=1)
+    for k in (0, 6, 15):
+        windows = random_windows(VOCAB, 17, seed=k)
+        windows[:, :k + 1] = windows[0, :k + 1]
+        windows[:, k + 1] = torch.arange(VOCAB)
+        nll = score_windows(model, windows, style, rows_per_pass=100)
+        assert abs(float(torch.exp(-nll[:, k].double()).sum()) - 1) < 1e-5
+        torch.testing.assert_close(nll[:, :k], nll[:1, :k].expand(VOCAB, k), rtol=0, atol=1e-5)
+    # control: BERT without the [MASK] (reading the target position of the full window) fails this check
+    with torch.no_grad():
+        leaky_logits = model.lm_head(model.features(windows))[:, k + 1]
+    leaky = torch.log_softmax(leaky_logits.double(), dim=-1)[torch.arange(VOCAB), windows[:, k + 1]]
+    assert abs(float(torch.exp(leaky).sum()) - 1) > 1e-3
+
+# -----------------------------------------------------------------------------
+# 3. uniform logits score ppl = vocab size; buckets recombine to the total
+
+
+def test_uniform_model_scores_the_vocab_size_and_buckets_add_up(tmp_path, tiny_corpus):
+    uniform_path, _ = make_checkpoint(tmp_path / 'uniform.pt', 'ar', seed=0)
+    state = torch.load(uniform_path, weights_only=True)
+    state['model']['wte.weight'].zero_()  # tied with lm_head: every logit is exactly 0
+    save_checkpoint(state, uniform_path)
+    ar_path, ar_model = make_checkpoint(tmp_path / 'ar.pt', 'ar', seed=3)
+    out = tmp_path / 'out'
+    result = run_script('eval_ppl.py', f'--ckpt={uniform_path}', f'--ckpt={ar_path}', '--names=uniform',
+                        '--names=ar', f'--data={tiny_corpus}', '--max_tokens=640', '--progress=False',
+                        f'--out_dir={out}')
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((out / 'summary.json').read_text())
+    assert summary['windows'] == 20 and summary['targets'] == 640
+    uniform, ar = summary['checkpoints']
+    # uniform over the model's padded vocabulary: 50304 (GPT-2's 50257 padded to a multiple of 64), not 50257
+    assert uniform['ppl'] == pytest.approx(50304, rel=1e-6)
+    assert all(b['ppl'] == pytest.approx(50304, rel=1e-6) for b in uniform['buckets'])
+    for run in (uniform, ar):
+        buckets = run['buckets']
+        assert [b['k_first'] for b in buckets] == [0, 1, 2, 4, 8, 16]  # edges past k = 31 are empty and dropped
+        assert buckets[-1]['k_last'] == 31 and sum(b['targets'] for b in buckets) == run['targets'] == 640
+        assert sum(b['nll_sum'] for b in buckets) == pytest.approx(run['nll'] * run['targets'], rel=1e-9)
+        assert sum(b['nll'] * b['targets'] for b in buckets) / 640 == pytest.approx(run['nll'], rel=1e-9)
+    # the script's ppl is exp(mean NLL) over exactly these windows
+    tokens = np.fromfile(os.path.join(tiny_corpus, 'val.bin'), dtype=np.uint16)
+    windows = gather_windows(tokens, window_starts(len(tokens), 33, 640), 33)
+    nll = score_windows(ar_model.eval(), windows, 'causal')
+    assert ar['ppl'] == pytest.approx(math.exp(float(nll.double().mean())), rel=1e-5)
+    with open(out / 'ppl_by_k.csv') as f:
+        rows = list(csv.reader(f))[1:]
+    assert {r[0] for r in rows} == {'uniform', 'ar'} and len(rows) == 12
+    assert (out / 'ppl_by_k.png').stat().st_size > 0
+    assert 'uniform' in result.stdout and 'k=16-31' in result.stdout
+
+
+def test_buckets_partition_k():
+    nll_sum, count = np.arange(10, dtype=float), np.full(10, 3)
+    table = bucket_table(nll_sum, count, (0, 1, 4, 32))
+    assert [(b['k_first'], b['k_last']) for b in table] == [(0, 0), (1, 3), (4, 9)]
+    assert sum(b['nll_sum'] for b in table) == nll_sum.sum() and table[1]['nll'] == pytest.approx(6 / 9)
+    for edges in [(1, 2, 4), (0, 4, 2), (0, 0.5), ()]:  # must start at 0 and increase
+        with pytest.raises(ValueError, match='buckets must'):
+            bucket_table(nll_sum, count, edges)
+
+
+def test_windows_are_iter_windows_spread_over_the_split():
+    tokens = np.arange(1000, dtype=np.uint16) % 50000
+    all_windows = gather_windows(tokens, window_starts(len(tokens), 17, 0), 17)
+    assert torch.equal(all_windows, torch.stack(list(iter_windows(tokens, 17))))
+    starts = window_starts(len(tokens), 17, 160)  # 10 of the 62 windows, evenly spaced
+    assert len(starts) == 10 and starts[0] == 0 and (np.diff(starts) >= 6 * 16).all() and starts[-1] > 800
+
+# -----------------------------------------------------------------------------
+# 4. bad input: one clear line each
+
+
+def bad_vocab_corpus(tmp_path):
+    folder = write_corpus(tmp_path / 'other_vocab', [1] * 100, [1] * 100)
+    meta = json.loads(open(os.path.join(folder, 'meta.json')).read())
+    with open(os.path.join(folder, 'meta.json'), 'w') as f:
+        json.dump({**meta, 'vocab_size': 32000}, f)
+    return folder
+
+
+@pytest.mark.parametrize('case,expected', [
+    ('missing', 'does not exist'), ('not_a_checkpoint', 'not a lookaround checkpoint'),
+    ('meta_vocab', 'vocab mismatch'), ('token_id', "vocab_size=64"), ('too_long', 'longer than'),
+    ('image', 'not a text model')])
+def test_bad_input_gives_one_line(tmp_path, tiny_corpus, case, expected):
+    ckpt, _ = make_checkpoint(tmp_path / 'ar.pt', 'ar')
+    args = [f'--ckpt={ckpt}', f'--data={tiny_corpus}']
+    if case == 'missing':
+        args[0] = f'--ckpt={tmp_path}/nope.pt'
+    elif case == 'not_a_checkpoint':
+        torch.save({'weights': torch.zeros(2)}, tmp_path / 'other.pt')
+        args[0] = f'--ckpt={tmp_path}/other.pt'
+    elif case == 'meta_vocab':
+        args[1] = f'--data={bad_vocab_corpus(tmp_path)}'
+    elif case == 'token_id':  # BOS = 50256 does not exist in a 64-token model
+        args[0] = f'--ckpt={make_checkpoint(tmp_path / "small.pt", "ar", vocab_size=64)[0]}'
+    elif case == 'too_long':
+        args.append('--block_size=34')
+    elif case == 'image':
+        args[0] = f'--ckpt={make_checkpoint(tmp_path / "img.pt", "vm", input_kind="patches")[0]}'
+    result = run_script('eval_ppl.py', *args, f'--out_dir={tmp_path}/out', timeout=120)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1, result.stderr
+    assert lines[0].startswith('eval_ppl.py: error:') and expected in lines[0]
+    assert not (tmp_path / 'out').exists()
+
+# -----------------------------------------------------------------------------
+# torchrun: each process scores its shard, rank 0 gathers; the numbers are those of all the windows
+
+
+def test_torchrun_shards_add_up_to_all_windows(tmp_path, tiny_corpus):
+    ckpt, model = make_checkpoint(tmp_path / 'mlm.pt', 'mlm', seed=2)
+    result = run_script('-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', 'eval_ppl.py',
+                        f'--ckpt={ckpt}', f'--data={tiny_corpus}', '--max_tokens=480', '--progress=False',
+                        f'--out_dir={tmp_path}/out')
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((tmp_path / 'out' / 'summary.json').read_text())
+    run = summary['checkpoints'][0]
+    assert summary['world_size'] == 2 and run['style'] == 'bert' and run['count_by_k'] == [15] * 32
+    tokens = np.fromfile(os.path.join(tiny_corpus, 'val.bin'), dtype=np.uint16)
+    nll = score_windows(model.eval(), gather_windows(tokens, window_starts(len(tokens), 33, 480), 33), 'bert')
+    np.testing.assert_allclose(run['nll_sum_by_k'], nll.double().sum(0).numpy(), rtol=1e-5)
