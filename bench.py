@@ -1,0 +1,435 @@
+"""
+Speed and memory of every objective side by side: one training step (forward + backward + AdamW) per variant,
+attention backend and sequence length, all in ONE process so that their ratios are comparable (issue 8).
+
+CPU (the default, a 4 x 256 model; SDPA trains, FlexAttention is timed forward-only: it has no CPU backward):
+$ python bench.py --steps=10
+One GPU, GPT-2 124M (S = 128 / 512 / 1024 timed, 4096 for memory; flex compiled, bf16):
+$ python bench.py config/gpt2_124m_bench.py
+
+Variants (objectives.make_batch builds each batch; the model turns its group ids into masks):
+  ar    one-stream causal GPT (SDPA's own causal kernel on the sdpa backend)
+  dar   t = 2, two-stream: content rows + one query row per target, K/V from the content stream only
+  vm2s  vm rho ~ U[0.15, 0.30], two-stream: content rows = visible tokens only, query rows = masked targets only
+  mlm   rho = 0.15, one-stream BERT (bidirectional, [MASK] in the input)
+Writes out_dir/bench.json (every number), bench.csv (one row per run) and bench.md (the tables, for the README).
+"""
+import gc
+import json
+import math
+import os
+import statistics
+import sys
+import time
+import warnings
+from contextlib import contextmanager, nullcontext
+from datetime import datetime, timezone
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from configurator import configure, one_line_errors
+from data.text import BOS, VOCAB_SIZE
+from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask, open_pairs
+from objectives import make_batch, to_device
+
+# -----------------------------------------------------------------------------
+# default config: a 4 x 256 model that a 2-core CPU benchmarks in a few minutes
+out_dir = 'out-bench'
+variants = ('ar', 'dar', 'vm2s', 'mlm')
+backends = ('sdpa', 'flex')   # 'sdpa' = dense boolean mask (causal kernel for ar); 'flex' = block-sparse FlexAttention
+n_layer = 4
+n_head = 4
+n_embd = 256
+mlp = 'gelu'
+bias = False
+dropout = 0.0
+block_size = 256              # longest timed sequence (train.py's meaning, so one config file serves both scripts)
+batch_size = 4                # sequences at block_size; shorter ones get more, so every step holds the same tokens
+seq_lens = ()                 # () = 128, 512 and block_size (those <= block_size)
+memory_seq_lens = ()          # memory-only lengths; () = 4 x block_size on CUDA, none on CPU
+warmup = None                 # None: 10 steps on CUDA (compilation happens here), 2 on CPU
+steps = None                  # timed steps, median reported; None: 50 on CUDA, 10 on CPU
+grad_clip = 1.0               # as train.py: clipping is part of its step
+device = 'auto'
+dtype = 'auto'                # bf16 autocast on CUDA, fp32 on CPU
+compile = 'auto'              # torch.compile the model on CUDA (the flex kernel is always compiled on CUDA)
+seed = 1337
+progress = True
+# -----------------------------------------------------------------------------
+one_line_errors('bench.py')
+config_keys = [k for k, v in globals().items() if not k.startswith('_') and isinstance(v, (int, float, bool, str, tuple, type(None)))]
+configure(globals(), sys.argv[1:])
+config = {k: globals()[k] for k in config_keys}
+
+# the issue's targets (ratios: same run, same device); a target this run cannot measure is reported as such
+DAR_OVER_AR_MAX = 1.9          # K/V are shared, so the query stream costs less than a second model
+VM2S_OVER_AR_MAX = 1.15        # content stream over visible tokens only, query stream only at targets
+FLEX_ATTN_SPEEDUP_MIN = 1.7    # GPU: block-sparse dar attention fwd+bwd vs dense-mask SDPA at S = 1024
+FLEX_MEMORY_SLOPE_MAX = 1.25   # GPU: d log(activation memory) / d log(S) on the flex path: ~1 linear, ~2 quadratic
+MFU_AR_MIN, MFU_DAR_MIN = 0.45, 0.40  # GPT-2 124M, S = 1024, bf16, one H100
+
+# dense tensor-core peaks in TFLOP/s, most specific name first (fp32 runs use TF32, which bench.py turns on)
+PEAK_TFLOPS = {'bfloat16': [('H100 PCIe', 756), ('H100', 989), ('H200', 989), ('A100', 312)],
+               'float32': [('H100 PCIe', 378), ('H100', 494), ('H200', 494), ('A100', 156)]}
+
+VARIANTS = {
+    'ar': dict(objective='ar', two_stream=False),
+    'dar': dict(objective='dar', t=2, two_stream=True),
+    'vm2s': dict(objective='vm', mask_ratio=(0.15, 0.30), two_stream=True),
+    'mlm': dict(objective='mlm', mask_ratio=0.15, two_stream=False),
+}
+
+# -----------------------------------------------------------------------------
+# device, precision, what to run
+if int(os.environ.get('RANK', -1)) != -1:
+    raise SystemExit("bench.py: error: run bench.py as one process (python bench.py ...), not under torchrun: "
+                     "its ratios are only meaningful between runs in the same process on the same device")
+unknown = [v for v in variants if v not in VARIANTS] + [b for b in backends if b not in ('sdpa', 'flex')]
+if unknown or not variants or not backends:
+    raise ValueError(f"unknown or empty variants/backends {unknown}: variants from {sorted(VARIANTS)}, "
+                     "backends from ['flex', 'sdpa']")
+if device == 'auto':
+    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+device_type = 'cuda' if device.startswith('cuda') else 'cpu'
+if dtype == 'auto':
+    dtype = 'bfloat16' if device_type == 'cuda' and torch.cuda.is_bf16_supported() else 'float32'
+autocast = nullcontext() if dtype == 'float32' else torch.autocast(device_type, dtype=getattr(torch, dtype))
+if compile == 'auto':
+    compile = device_type == 'cuda'
+warmup = (10 if device_type == 'cuda' else 2) if warmup is None else warmup
+steps = (50 if device_type == 'cuda' else 10) if steps is None else steps
+if steps < 1 or warmup < 0:
+    raise ValueError(f"need steps >= 1 and warmup >= 0, got steps={steps}, warmup={warmup}")
+if device_type == 'cuda':
+    torch.cuda.set_device(device)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    device_name = torch.cuda.get_device_name(device)
+else:
+    device_name = f"CPU ({torch.get_num_threads()} threads)"
+peak_flops = next((tf * 1e12 for name, tf in PEAK_TFLOPS.get(dtype, []) if name in device_name), None) \
+    if device_type == 'cuda' else None
+speed_lens = tuple(sorted(set(seq_lens))) or tuple(s for s in (128, 512) if s < block_size) + (block_size,)
+memory_lens = tuple(memory_seq_lens) or ((4 * block_size,) if device_type == 'cuda' else ())
+if min(speed_lens + memory_lens) < 4:
+    raise ValueError(f"sequence lengths must be >= 4 (BOS + tokens), got {speed_lens + memory_lens}")
+tokens_per_step = batch_size * block_size
+# FlexAttention has no CPU backward (model.py): on CPU flex is timed forward-only, next to SDPA's forward
+train_backends = [b for b in backends if device_type == 'cuda' or b == 'sdpa']
+forward_backends = [] if device_type == 'cuda' else list(backends)
+if not train_backends:
+    raise ValueError("FlexAttention has no CPU backward, so CPU training steps need the sdpa backend: "
+                     "add --backends=sdpa (flex is then timed forward-only next to it)")
+warnings.filterwarnings('ignore', message='flex_attention called without torch.compile')
+# compiled code (and eager flex's traced mask_mod) is specialised per shape and per model; one length's side-by-side
+# run holds up to 8 models with 4 batch shapes, which meets dynamo's default limit of 8 recompiles exactly
+torch._dynamo.config.recompile_limit = 64
+
+# -----------------------------------------------------------------------------
+# building blocks: model, fixed batch, one step, a timer, a memory probe
+def build_model(S, backend, on=None):
+    torch.manual_seed(seed)  # same weights for every variant at the same S
+    model_config = ModelConfig(input_kind='tokens', block_size=S, n_layer=n_layer, n_head=n_head, n_embd=n_embd,
+                               mlp=mlp, bias=bias, dropout=dropout, attn_backend=backend)
+    with torch.device(on or device):
+        return Transformer(model_config)
+
+def fixed_batch(variant, S, B):
+    """One batch of random tokens per (variant, S), reused every step (nanoGPT's synthetic-data bench): its
+    shapes stay static, so compiled code never recompiles mid-timing, and data loading is not timed."""
+    generator = torch.Generator().manual_seed(seed + S)
+    x = torch.randint(0, BOS, (B, S), generator=generator)
+    x[:, 0] = BOS
+    return make_batch(x=x, generator=generator, vocab_size=VOCAB_SIZE, **VARIANTS[variant])
+
+def step_flops(model, batch):
+    """Forward+backward FLOPs of the batch, attention counted by the mask's open pairs (SPEC §5), not as dense.
+    Transformer.flops is linear in its arguments, so batch totals go in directly."""
+    content_groups, query_groups = batch['content_groups'], batch['query_groups']
+    B = content_groups.shape[0]
+    n_query = 0 if query_groups is None else query_groups.shape[1]
+    pairs = float(open_pairs(content_groups, query_groups).sum())
+    return model.flops(B * content_groups.shape[1], B * n_query, B * batch['valid'].shape[1], pairs)
+
+def make_step(model, batch, mode):
+    if mode == 'forward':
+        def forward_step():
+            with torch.no_grad(), autocast:
+                model(**batch)
+        return forward_step, None
+    optimizer = torch.optim.AdamW(model.optim_groups(0.1), lr=1e-4,  # as train.py
+                                  **({'fused': True} if device_type == 'cuda' else {}))
+
+    def train_step():
+        with autocast:
+            _, loss = model(**batch)
+        loss.backward()
+        if grad_clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return train_step, optimizer
+
+def interleaved_ms(fns, n_warmup, n_steps):
+    """Median wall time of one call of each fn after warm-up. The fns take turns step by step, so a drift in
+    the machine (other load, clocks, heat) hits all of them alike and their ratios stay fair.
+    CUDA events on GPU: no host sync inside the loop."""
+    for fn in fns:
+        for _ in range(n_warmup):
+            fn()
+    cuda = device_type == 'cuda'
+    times = [[] for _ in fns]
+    for _ in range(n_steps):
+        for fn, fn_times in zip(fns, times):
+            if cuda:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                fn_times.append((start, end))
+            else:
+                t0 = time.perf_counter()
+                fn()
+                fn_times.append((time.perf_counter() - t0) * 1e3)
+    if cuda:
+        torch.cuda.synchronize()
+        times = [[start.elapsed_time(end) for start, end in fn_times] for fn_times in times]
+    return [statistics.median(fn_times) for fn_times in times]
+
+MEMORY_METHOD = "peak = own parameters + optimizer state + batch + the most one step allocates above them: " + (
+    "cuda max_memory_allocated - memory_allocated before the step" if device_type == 'cuda' else "running sum of "
+    "torch.profiler(profile_memory=True) alloc/free events (tracemalloc misses torch; ru_maxrss never drops)")
+
+def resident_bytes(model, optimizer, batch):
+    """Bytes of the tensors one variant keeps across steps: parameters, optimizer state, its batch."""
+    state = [] if optimizer is None else [t for s in optimizer.state.values() for t in s.values()]
+    tensors = list(model.parameters()) + state + [v for v in batch.values() if torch.is_tensor(v)]
+    storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors if torch.is_tensor(t)}
+    return sum(storages.values())
+
+@contextmanager
+def quiet_stderr():
+    """The profiler's C++ side logs two lines per session straight to fd 2; keep the table readable."""
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+def step_memory(fn):
+    """Peak bytes allocated by one call above what was allocated before it (activations, gradients, workspace)."""
+    if device_type == 'cuda':
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        fn()
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated() - before
+    from torch.profiler import ProfilerActivity, profile
+    with quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = sorted(((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                     if e.name() == '[memory]'), key=lambda event: event[0])
+    running = grown = 0
+    for _, nbytes in events:
+        running += nbytes
+        grown = max(grown, running)
+    return grown
+
+def release():
+    """Between jobs: give the GPU memory back and start dynamo afresh (no job sees another's compiled code)."""
+    torch._dynamo.reset()
+    if device_type == 'cuda':
+        gc.collect()  # compiled modules hold reference cycles; on CPU refcounting frees everything (and gc is slow)
+        torch.cuda.empty_cache()
+
+# -----------------------------------------------------------------------------
+# 1) speed at one length: every variant x backend side by side, train steps (or CPU forward-only steps)
+def run_speed(S, mode, run_backends):
+    B = max(1, tokens_per_step // S)
+    entries = []
+    for variant in variants:
+        for backend in run_backends:
+            batch_cpu = fixed_batch(variant, S, B)
+            raw_model = build_model(S, backend)
+            batch = to_device(batch_cpu, device)
+            fn, optimizer = make_step(torch.compile(raw_model) if compile else raw_model, batch, mode)
+            entries.append(dict(variant=variant, backend=backend, fn=fn, flops=step_flops(raw_model, batch_cpu),
+                                model=raw_model, optimizer=optimizer, batch=batch))
+    times = interleaved_ms([e['fn'] for e in entries], warmup, steps)
+    rows = []
+    for e, ms in zip(entries, times):
+        peak = resident_bytes(e['model'], e['optimizer'], e['batch']) + step_memory(e['fn'])
+        rows.append(dict(variant=e['variant'], objective=VARIANTS[e['variant']]['objective'],
+                         two_stream=VARIANTS[e['variant']]['two_stream'], backend=e['backend'], mode=mode,
+                         seq_len=S, batch_size=B, ms_per_step=ms, tokens_per_s=B * S / (ms / 1e3),
+                         peak_mem_mb=peak / 2 ** 20, flops_per_step=e['flops'], tflops=e['flops'] / (ms / 1e3) / 1e12,
+                         mfu=e['flops'] / (ms / 1e3) / peak_flops if peak_flops else None))
+    del entries
+    release()
+    return rows
+
+# 2) memory growth in S at a fixed batch (the longest length fits the token budget); eager model, compiled flex
+def run_memory(variant, backend, S, B):
+    batch = to_device(fixed_batch(variant, S, B), device)
+    model = build_model(S, backend)
+    fn, optimizer = make_step(model, batch, 'train')
+    fn()  # allocates the optimizer state and compiles the flex kernel, so the probe sees a steady step
+    grown = step_memory(fn)
+    del model, optimizer, fn, batch
+    release()
+    return dict(variant=variant, backend=backend, seq_len=S, batch_size=B, activation_mb=grown / 2 ** 20)
+
+# 3) attention alone, dar masks: block-sparse flex vs dense-mask SDPA (and SDPA's causal kernel for ar)
+def run_attention(S, B, train):
+    batch = fixed_batch('dar', S, B)
+    content_groups, query_groups = batch['content_groups'].to(device), batch['query_groups'].to(device)
+    rows, head_dim = content_groups.shape[1] + query_groups.shape[1], n_embd // n_head
+    attn_dtype = getattr(torch, dtype)
+    torch.manual_seed(seed)
+    q = torch.randn(B, n_head, rows, head_dim, device=device, dtype=attn_dtype, requires_grad=train)
+    k, v = (torch.randn(B, n_head, S, head_dim, device=device, dtype=attn_dtype, requires_grad=train) for _ in 'kv')
+    grad_out = torch.randn_like(q)
+    block_mask, mask = flex_block_mask(content_groups, query_groups), dense_mask(content_groups, query_groups)
+
+    q_ar = q[:, :, :S].detach().clone().requires_grad_(train)  # ar: S rows only, SDPA's causal kernel
+
+    def timed(attend, query, grad):
+        def fn():
+            if train:
+                torch.autograd.grad(attend(query), (query, k, v), grad)
+            else:
+                with torch.no_grad():
+                    attend(query)
+        return fn
+    flex_ms, sdpa_ms, causal_ms = interleaved_ms([
+        timed(lambda query: flex_attention(query, k, v, block_mask), q, grad_out),
+        timed(lambda query: F.scaled_dot_product_attention(query, k, v, attn_mask=mask), q, grad_out),
+        timed(lambda query: F.scaled_dot_product_attention(query, k, v, is_causal=True), q_ar,
+              grad_out[:, :, :S].contiguous())], warmup, steps)
+    del q, q_ar, k, v, grad_out, block_mask, mask
+    release()
+    return dict(seq_len=S, batch_size=B, mode='forward+backward' if train else 'forward', dtype=dtype,
+                flex_ms=flex_ms, sdpa_ms=sdpa_ms, speedup=sdpa_ms / flex_ms, ar_causal_ms=causal_ms)
+
+# -----------------------------------------------------------------------------
+# run everything in this one process
+memory_variants = [v for v in ('ar', 'dar') if v in variants]
+all_lens = tuple(sorted(set(speed_lens + memory_lens)))
+memory_batch = max(1, tokens_per_step // all_lens[-1])
+jobs = [(run_speed, (S, 'train', train_backends)) for S in speed_lens] + \
+       [(run_speed, (S, 'forward', forward_backends)) for S in speed_lens if forward_backends] + \
+       [(run_memory, (v, b, S, memory_batch)) for v in memory_variants for b in train_backends for S in all_lens] + \
+       [(run_attention, (block_size, max(1, tokens_per_step // block_size), device_type == 'cuda'))]
+print(f"bench: {device_name} | {dtype}{' compiled' if compile else ''} | {n_layer} x {n_embd} ({n_head} heads) | "
+      f"{tokens_per_step} tokens/step | S {speed_lens} (memory {all_lens} at batch {memory_batch}) | "
+      f"{warmup} warm-up + {steps} timed steps")
+runs, memory, attention = [], [], None
+for job, args in tqdm(jobs, disable=not progress, dynamic_ncols=True):
+    result = job(*args)
+    if job is run_speed:
+        runs += result
+    elif job is run_memory:
+        memory.append(result)
+    else:
+        attention = result
+
+# -----------------------------------------------------------------------------
+# ratios against ar in this run: fastest backend of each variant, same mode and length
+fastest = {}
+for row in runs:
+    key = (row['mode'], row['seq_len'], row['variant'])
+    if key not in fastest or row['ms_per_step'] < fastest[key]['ms_per_step']:
+        fastest[key] = row
+for row in runs:
+    ar_row = fastest.get((row['mode'], row['seq_len'], 'ar'))
+    row['ratio_to_ar'] = row['ms_per_step'] / ar_row['ms_per_step'] if ar_row else None
+ratios = {f"{v}/ar": {str(S): fastest[('train', S, v)]['ms_per_step'] / fastest[('train', S, 'ar')]['ms_per_step']
+                      for S in speed_lens} for v in variants if v != 'ar' and 'ar' in variants}
+memory_slopes = {}  # growth exponent between the two longest lengths: log(memory ratio) / log(length ratio)
+for variant in memory_variants:
+    for backend in train_backends:
+        series = [m for m in memory if m['variant'] == variant and m['backend'] == backend]
+        if len(series) >= 2 and series[-2]['activation_mb'] > 0 and series[-1]['activation_mb'] > 0:
+            memory_slopes[f"{variant}/{backend}"] = (math.log(series[-1]['activation_mb'] / series[-2]['activation_mb'])
+                                                     / math.log(series[-1]['seq_len'] / series[-2]['seq_len']))
+
+def target(name, goal, value, measurable, better, note):
+    met = value is not None and (value <= goal if better == 'lower' else value >= goal)
+    status = 'not measured here' if value is None or not measurable else ('met' if met else 'missed')
+    return dict(name=name, target=f"{'<=' if better == 'lower' else '>='} {goal}", measured=value, status=status,
+                note=note)
+
+top = str(speed_lens[-1])
+on_gpu = device_type == 'cuda'
+gpt2_h100 = (on_gpu and 'H100' in device_name and dtype == 'bfloat16' and (n_layer, n_head, n_embd) == (12, 12, 768)
+             and 1024 in speed_lens)
+targets = [
+    target('dar step / ar step', DAR_OVER_AR_MAX, ratios.get('dar/ar', {}).get(top), True, 'lower',
+           f"S={top}, {device_type}"),
+    target('vm2s step / ar step', VM2S_OVER_AR_MAX, ratios.get('vm2s/ar', {}).get(top), True, 'lower',
+           f"S={top}, {device_type}"),
+    target('flex / dense-SDPA dar attention fwd+bwd speedup', FLEX_ATTN_SPEEDUP_MIN, attention['speedup'],
+           on_gpu and attention['seq_len'] == 1024, 'higher',
+           f"S={attention['seq_len']}, {attention['mode']}, {device_type}"),
+    target('flex dar activation-memory growth exponent in S', FLEX_MEMORY_SLOPE_MAX, memory_slopes.get('dar/flex'),
+           on_gpu, 'lower', f"S {all_lens[-2:] if len(all_lens) > 1 else all_lens}, ~1 linear, ~2 quadratic"),
+    target('ar MFU', MFU_AR_MIN, fastest.get(('train', 1024, 'ar'), {}).get('mfu'), gpt2_h100, 'higher',
+           'GPT-2 124M, S=1024, bf16, H100'),
+    target('dar MFU', MFU_DAR_MIN, fastest.get(('train', 1024, 'dar'), {}).get('mfu'), gpt2_h100, 'higher',
+           'GPT-2 124M, S=1024, bf16, H100'),
+]
+
+# -----------------------------------------------------------------------------
+# tables (printed and written as markdown), JSON, CSV
+def fmt(value, spec, scale=1, unit=''):
+    return 'n/a' if value is None else format(scale * value, spec) + unit
+
+stamp = datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+lines = [f"bench.py on {device_name}, torch {torch.__version__}, {dtype}{', compiled' if compile else ''}, {stamp}",
+         f"model {n_layer} layers x {n_embd} ({n_head} heads, {mlp}), {tokens_per_step} tokens per step, "
+         f"median of {steps} steps after {warmup} warm-up", '',
+         '| variant | backend | mode | S | batch | ms/step | tokens/s | peak MiB | TFLOP/s | MFU | x ar |',
+         '|---|---|---|---|---|---|---|---|---|---|---|']
+for r in runs:
+    lines.append(f"| {r['variant']} | {r['backend']} | {r['mode']} | {r['seq_len']} | {r['batch_size']} | "
+                 f"{r['ms_per_step']:.2f} | {r['tokens_per_s']:.0f} | {r['peak_mem_mb']:.0f} | {r['tflops']:.3f} | "
+                 f"{fmt(r['mfu'], '.1f', 100, '%')} | {fmt(r['ratio_to_ar'], '.2f')} |")
+lines += ['', f"attention only (dar masks, S={attention['seq_len']}, batch {attention['batch_size']}, "
+          f"{attention['mode']}): flex {attention['flex_ms']:.2f} ms, dense-mask SDPA {attention['sdpa_ms']:.2f} ms "
+          f"(flex {attention['speedup']:.2f}x faster); ar causal SDPA {attention['ar_causal_ms']:.2f} ms", '',
+          f"activation memory at batch {memory_batch}: " + ', '.join(
+              f"{m['variant']}/{m['backend']} S={m['seq_len']} {m['activation_mb']:.0f} MiB" for m in memory),
+          'growth exponents (1 linear, 2 quadratic): ' + (', '.join(f"{k} {v:.2f}" for k, v in memory_slopes.items())
+                                                          or 'n/a (one length)'),
+          '', '| target | goal | measured | status | where |', '|---|---|---|---|---|']
+lines += [f"| {t['name']} | {t['target']} | {fmt(t['measured'], '.3f')} | {t['status']} | {t['note']} |" for t in targets]
+table = '\n'.join(lines) + '\n'
+print(table)
+
+def write_atomic(path, text):
+    tmp_path = f"{path}.tmp.{os.getpid()}"
+    with open(tmp_path, 'w') as f:
+        f.write(text)
+    os.replace(tmp_path, path)
+
+os.makedirs(out_dir, exist_ok=True)
+result = dict(device=device_name, device_type=device_type, torch=torch.__version__, date=stamp, dtype=dtype,
+              compile=compile, model=dict(n_layer=n_layer, n_head=n_head, n_embd=n_embd, mlp=mlp, bias=bias,
+                                          vocab_size=ModelConfig.vocab_size, params=build_model(4, 'sdpa', 'meta').num_params()),
+              tokens_per_step=tokens_per_step, warmup=warmup, steps=steps, peak_tflops=peak_flops and peak_flops / 1e12,
+              memory_method=MEMORY_METHOD, runs=runs, ratios=ratios, attention=attention,
+              memory=memory, memory_batch=memory_batch, memory_slopes=memory_slopes, targets=targets, config=config)
+write_atomic(os.path.join(out_dir, 'bench.json'), json.dumps(result, indent=1) + '\n')
+columns = list(runs[0])
+write_atomic(os.path.join(out_dir, 'bench.csv'),
+             '\n'.join([','.join(columns)] + [','.join('' if r[c] is None else str(r[c]) for c in columns)
+                                               for r in runs]) + '\n')
+write_atomic(os.path.join(out_dir, 'bench.md'), table)
+print(f"wrote {out_dir}/bench.json, bench.csv, bench.md")

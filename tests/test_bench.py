@@ -1,0 +1,124 @@
+"""bench.py: a CPU smoke run at a tiny size writes every field, and its numbers obey the accounting they claim."""
+import ast
+import csv
+import json
+import math
+import os
+
+import pytest
+
+from conftest import ROOT, run_script
+
+TINY = ['--n_layer=1', '--n_head=2', '--n_embd=32', '--block_size=32', '--batch_size=2', '--seq_lens=32',
+        '--memory_seq_lens=16', '--warmup=1', '--steps=2', '--progress=False']
+VARIANTS = ('ar', 'dar', 'vm2s', 'mlm')
+RUN_FIELDS = {'variant', 'objective', 'two_stream', 'backend', 'mode', 'seq_len', 'batch_size', 'ms_per_step',
+              'tokens_per_s', 'peak_mem_mb', 'flops_per_step', 'tflops', 'mfu', 'ratio_to_ar'}
+TOP_FIELDS = {'device', 'device_type', 'torch', 'date', 'dtype', 'compile', 'model', 'tokens_per_step', 'warmup',
+              'steps', 'peak_tflops', 'memory_method', 'runs', 'ratios', 'attention', 'memory', 'memory_batch',
+              'memory_slopes', 'targets', 'config'}
+
+
+@pytest.fixture(scope='module')
+def bench(tmp_path_factory):
+    out = tmp_path_factory.mktemp('bench')
+    proc = run_script('bench.py', *TINY, f'--out_dir={out}', timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    with open(out / 'bench.json') as f:
+        return json.load(f), out, proc.stdout
+
+
+def test_json_has_every_field_and_every_run(bench):
+    result, _, _ = bench
+    assert set(result) == TOP_FIELDS
+    assert result['device_type'] == 'cpu' and result['dtype'] == 'float32' and result['compile'] is False
+    assert result['peak_tflops'] is None  # no CPU peak: MFU is n/a, not a made-up number
+    runs = result['runs']
+    for row in runs:
+        assert set(row) == RUN_FIELDS
+        assert row['ms_per_step'] > 0 and row['peak_mem_mb'] > 0 and row['flops_per_step'] > 0
+        assert row['mfu'] is None
+        assert row['batch_size'] == 64 // row['seq_len']  # the same tokens per step at every length
+        assert math.isclose(row['tokens_per_s'], row['batch_size'] * row['seq_len'] / (row['ms_per_step'] / 1e3))
+    # CPU: every variant trains through SDPA (flex has no CPU backward) and is timed forward-only on both backends
+    keys = {(r['variant'], r['backend'], r['mode'], r['seq_len']) for r in runs}
+    expected = {(v, 'sdpa', 'train', 32) for v in VARIANTS} | \
+               {(v, b, 'forward', 32) for v in VARIANTS for b in ('sdpa', 'flex')}
+    assert keys == expected and len(runs) == len(expected)
+
+
+def test_ratios_are_against_ar_in_the_same_run(bench):
+    result, _, _ = bench
+    train = {(r['variant'], r['seq_len']): r for r in result['runs'] if r['mode'] == 'train'}
+    assert set(result['ratios']) == {'dar/ar', 'vm2s/ar', 'mlm/ar'}
+    for name, by_length in result['ratios'].items():
+        variant = name.split('/')[0]
+        assert set(by_length) == {'32'}
+        expected = train[(variant, 32)]['ms_per_step'] / train[('ar', 32)]['ms_per_step']
+        assert math.isclose(by_length['32'], expected)
+        assert math.isclose(train[(variant, 32)]['ratio_to_ar'], expected)
+
+
+def test_flops_count_attention_by_the_mask(bench):
+    """ar at S: the causal mask opens S(S+1)/2 pairs per sequence, not S^2 (SPEC §5); 1 layer, d=32, GELU MLP."""
+    result, _, _ = bench
+    d, vocab = 32, 50304
+    for row in result['runs']:
+        if row['variant'] != 'ar':
+            continue
+        B, S = row['batch_size'], row['seq_len']
+        forward = 2 * B * S * 12 * d * d + 4 * d * B * S * (S + 1) / 2 + 2 * B * (S - 1) * vocab * d
+        assert math.isclose(row['flops_per_step'], 3 * forward)
+    by_key = {(r['variant'], r['mode'], r['seq_len']): r['flops_per_step'] for r in result['runs']}
+    assert by_key[('dar', 'train', 32)] > by_key[('ar', 'train', 32)]  # the query stream is extra work
+
+
+def test_memory_attention_and_targets(bench):
+    result, out, stdout = bench
+    assert [(m['variant'], m['seq_len']) for m in result['memory']] == [('ar', 16), ('ar', 32), ('dar', 16), ('dar', 32)]
+    assert all(m['backend'] == 'sdpa' and m['activation_mb'] > 0 and m['batch_size'] == 2 for m in result['memory'])
+    ar16, ar32 = (m['activation_mb'] for m in result['memory'][:2])
+    assert math.isclose(result['memory_slopes']['ar/sdpa'], math.log(ar32 / ar16) / math.log(2))
+    attention = result['attention']
+    assert attention['mode'] == 'forward' and attention['seq_len'] == 32
+    assert math.isclose(attention['speedup'], attention['sdpa_ms'] / attention['flex_ms'])
+    targets = {t['name']: t for t in result['targets']}
+    assert len(targets) == 6
+    assert all(t['status'] in ('met', 'missed', 'not measured here') for t in targets.values())
+    dar = targets['dar step / ar step']
+    assert dar['measured'] == result['ratios']['dar/ar']['32'] and dar['status'] == ('met' if dar['measured'] <= 1.9 else 'missed')
+    for name in ('flex / dense-SDPA dar attention fwd+bwd speedup', 'flex dar activation-memory growth exponent in S',
+                 'ar MFU', 'dar MFU'):
+        assert targets[name]['status'] == 'not measured here'  # GPU-only targets
+    with open(out / 'bench.csv') as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(result['runs']) and set(rows[0]) == RUN_FIELDS
+    table = open(out / 'bench.md').read()
+    assert '| variant | backend | mode |' in table and 'not measured here' in table and table in stdout
+
+
+def test_bad_input_is_one_line():
+    proc = run_script('bench.py', '--variants=gpt', '--progress=False', timeout=60)
+    assert proc.returncode == 1 and proc.stderr.strip().count('\n') == 0
+    assert 'bench.py: error:' in proc.stderr and 'variants' in proc.stderr
+    proc = run_script('bench.py', '--progress=False', timeout=60, env={'RANK': '0'})
+    assert proc.returncode == 1 and 'one process' in proc.stderr and proc.stderr.strip().count('\n') == 0
+
+
+def module_globals(path):
+    tree = ast.parse(open(os.path.join(ROOT, path)).read())
+    return {target.id for node in tree.body if isinstance(node, ast.Assign) for target in node.targets
+            if isinstance(target, ast.Name)}
+
+
+def test_gpt2_config_serves_bench_and_train(tiny_corpus, tmp_path):
+    path = os.path.join(ROOT, 'config', 'gpt2_124m_bench.py')
+    values = {}
+    exec(open(path).read(), {}, values)
+    assert (values['n_layer'], values['n_head'], values['n_embd'], values['block_size']) == (12, 12, 768, 1024)
+    assert set(values) <= module_globals('bench.py') & module_globals('train.py')
+    # train.py builds the model from it (max_iters=0: no step); GPT-2 124M has 123.59M non-position parameters
+    proc = run_script('train.py', path, '--max_iters=0', f'--dataset={tiny_corpus}', f'--out_dir={tmp_path}',
+                      '--progress=False', timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert '123.59M parameters' in proc.stdout
