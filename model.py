@@ -115,6 +115,7 @@ def open_pairs(content_groups, query_groups=None):
 
 _flex_compiled = None
 
+@torch.compiler.disable  # built outside the compiled model, once per batch; compiled itself on CUDA
 def flex_block_mask(content_groups, query_groups=None):
     """One BlockMask per batch, shared by all layers; mask_mod reads the group ids, so no S x S tensor exists."""
     from torch.nn.attention.flex_attention import create_block_mask
@@ -124,7 +125,8 @@ def flex_block_mask(content_groups, query_groups=None):
     def mask_mod(b, h, q_idx, kv_idx):
         return keys[b, kv_idx] <= limits[b, q_idx]
     B, rows = limits.shape
-    return create_block_mask(mask_mod, B, None, rows, keys.shape[1], device=keys.device)
+    return create_block_mask(mask_mod, B, None, rows, keys.shape[1], device=keys.device,
+                             _compile=keys.device.type == 'cuda')
 
 def flex_attention(q, k, v, block_mask):
     # compiled on CUDA (eager flex materialises the scores); eager on CPU, where there is no compiled backward

@@ -98,10 +98,11 @@ def _gather(x, index):
         return torch.gather(x, 1, index)
     return torch.gather(x, 1, index[..., None].expand(-1, -1, x.shape[-1]))
 
-def _pack(positions_in_rows, keep):
-    """Left-pack the positions where keep is True, per row; pad with position 0 (returns positions, valid)."""
+def _pack(positions_in_rows, keep, width=None):
+    """Left-pack the positions where keep is True, per row; pad with position 0 (returns positions, valid).
+    A fixed width keeps shapes static from batch to batch (no recompiles under torch.compile)."""
     B = keep.shape[0]
-    n = int(keep.sum(dim=1).max()) if keep.numel() else 0
+    n = width if width is not None else (int(keep.sum(dim=1).max()) if keep.numel() else 0)
     rank = keep.long().cumsum(dim=1) - 1
     packed = torch.zeros(B, n, dtype=torch.long, device=keep.device)
     valid = torch.zeros(B, n, dtype=torch.bool, device=keep.device)
@@ -110,7 +111,7 @@ def _pack(positions_in_rows, keep):
     valid[rows, rank[rows, cols]] = True
     return packed, valid
 
-def two_stream_batch(x, groups, content_all=True):
+def two_stream_batch(x, groups, content_all=True, widths=(None, None)):
     """Content = BOS + tokens, query rows at every position of group >= 1 (the targets).
     content_all=False drops content rows of the last group: no query ever reads them (queries see strictly
     earlier groups), which for masked objectives is the whole masked set (MAE's encoder saving)."""
@@ -122,8 +123,8 @@ def two_stream_batch(x, groups, content_all=True):
         content_pos, content_valid = positions, torch.ones(B, S, dtype=torch.bool, device=device)
     else:
         last = full_groups.max(dim=1, keepdim=True).values
-        content_pos, content_valid = _pack(positions, full_groups < last)
-    query_pos, query_valid = _pack(positions, full_groups >= 1)
+        content_pos, content_valid = _pack(positions, full_groups < last, widths[0])
+    query_pos, query_valid = _pack(positions, full_groups >= 1, widths[1])
     content_groups = torch.gather(full_groups, 1, content_pos).masked_fill(~content_valid, PAD_GROUP)
     query_groups = torch.gather(full_groups, 1, query_pos).masked_fill(~query_valid, 1)
     return dict(content=_gather(x, content_pos), content_pos=content_pos, content_groups=content_groups,
@@ -138,14 +139,14 @@ def causal_batch(x):
                 content_masked=None, pred_index=positions[:, :-1], targets=x[:, 1:],
                 valid=torch.ones(B, S - 1, dtype=torch.bool, device=x.device), causal=True)
 
-def bert_batch(x, masked, generator, bert_replace=False, vocab_size=None):
+def bert_batch(x, masked, generator, bert_replace=False, vocab_size=None, width=None):
     """One-stream BERT: masked positions get the [MASK] vector in the input and are predicted from everything
     else (bidirectional). bert_replace: BERT's 80/10/10 (mask / random token / unchanged) of the masked set."""
     B, S = x.shape[:2]
     device = x.device
     masked = torch.cat([torch.zeros(B, 1, dtype=torch.bool, device=device), masked.to(device)], dim=1)
     positions = torch.arange(S, device=device).expand(B, S)
-    pred_index, valid = _pack(positions, masked)
+    pred_index, valid = _pack(positions, masked, width)
     content, content_masked = x, masked
     if bert_replace:
         if x.dim() != 2 or vocab_size is None:
@@ -194,9 +195,10 @@ def make_batch(objective, x, generator, mask_ratio=None, t=2, two_stream=None, r
     sizes, _ = masked_sizes(B, L, mask_ratio, generator)
     order = visiting_order(B, L, True, generator, x.device)
     groups = groups_from_sizes(order, sizes.to(order.device))
+    fewest, most = (min(max(round(rho * L), 1), L - 1) for rho in check_ratio(mask_ratio))
     if two_stream:
-        return two_stream_batch(x, groups, content_all=False)
-    return bert_batch(x, groups == 1, generator, bert_replace, vocab_size)
+        return two_stream_batch(x, groups, content_all=False, widths=(1 + L - fewest, most))
+    return bert_batch(x, groups == 1, generator, bert_replace, vocab_size, width=most)
 
 # -----------------------------------------------------------------------------
 # evaluation batches: next-token prediction from a prefix only (Eq. 2, Fig. 3)

@@ -183,3 +183,12 @@ def test_targets_are_the_tokens_at_their_positions(objective, options):
     batch = make_batch(objective, x, torch.Generator().manual_seed(4), **options)
     expected = torch.gather(x, 1, target_positions(batch))
     assert torch.equal(batch['targets'][batch['valid']], expected[batch['valid']])
+
+
+@pytest.mark.parametrize('two_stream', [False, True])
+def test_vm_batches_have_static_shapes(two_stream):
+    """Whatever rho each sequence draws, every batch has the same shapes (torch.compile never recompiles)."""
+    shapes = {tuple((k, tuple(v.shape)) for k, v in make_batch('vm', tokens(B=8, seed=s), torch.Generator().manual_seed(s),
+                                                                two_stream=two_stream).items() if torch.is_tensor(v))
+              for s in range(20)}
+    assert len(shapes) == 1
