@@ -1,0 +1,6 @@
+# GVP (its Table 1 setting): random order, mixed-length groups, ViT-B on ImageNet-1K.
+exec(open('config/ar_imagenet.py').read())
+out_dir = 'out-gvp-imagenet'
+objective = 'gvp'
+n_groups = 20
+segmentation = 'mixed'

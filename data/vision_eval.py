@@ -1,0 +1,329 @@
+"""
+The pieces of eval_vision.py that tests call directly (a script runs on import, so they live here):
+  - which attention mask frozen features are encoded with (GVP keeps the pretraining mask for linear probing),
+  - the linear probe of the MAE protocol (BatchNorm without affine + linear, on frozen features),
+  - fine-tuning parts (classifier head, soft targets, mixup, layer-wise lr decay),
+  - reconstruction one patch at a time (the paper's Table 8), and the PNG grid of its results.
+
+A sequence is (B, 1 + N, C*p*p): a zero slot at row 0 (the model puts its CLS vector there) and N patches in
+raster order, exactly what train.py feeds the model.
+"""
+import math
+import os
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from PIL import Image
+
+from model import patchify, unpatchify
+from objectives import PAD_GROUP, gvp_sizes, groups_from_sizes, prefix_style
+
+RECON_STYLES = ('causal', 'bert', 'masked_two_stream', 'groups')
+HOLE_COLOR = (0.25, 0.45, 0.85)  # masked patches in the grid's middle column
+
+# -----------------------------------------------------------------------------
+# sequences and features
+
+def to_sequence(pixels, patch_size):
+    """(B, C, H, W) in [0, 1] -> (B, 1 + N, C*p*p): the zero CLS slot, then the patches in raster order."""
+    patches = patchify(pixels, patch_size)
+    return torch.cat([patches.new_zeros(patches.shape[0], 1, patches.shape[-1]), patches], dim=1)
+
+
+def probe_groups(train_config, n_patches, keep_mask):
+    """(1 + N,) content group ids to encode frozen features with. keep_mask=False (or a masked objective, whose
+    content stream is bidirectional anyway): all 0. keep_mask=True: the pretraining objective's mask in a fixed
+    raster order (GVP keeps the causal mask at linear probing, "to maintain the same feature distribution"):
+    ar -> every patch its own group (causal); dar t -> groups of t; gvp -> its 'fixed' segmentation."""
+    objective = train_config.get('objective')
+    if not keep_mask or objective in ('mlm', 'vm'):
+        return torch.zeros(n_patches + 1, dtype=torch.long)
+    if objective == 'ar':
+        sizes = torch.tensor([[0] + [1] * n_patches])
+    elif objective == 'dar':
+        sizes = torch.tensor([[0] + [int(train_config.get('t', 2))] * n_patches])
+    elif objective == 'gvp':
+        sizes = gvp_sizes(1, n_patches, int(train_config.get('n_groups', 20)), 'fixed', None)
+    else:
+        raise ValueError(f"unknown pretraining objective {objective!r} in the checkpoint's config")
+    order = torch.arange(1, n_patches + 1)[None]
+    return torch.cat([torch.zeros(1, dtype=torch.long), groups_from_sizes(order, sizes)[0]])
+
+
+def pool_rows(hidden, pool):
+    """(B, S, d) -> (B, d): mean over the patch rows (MAE's global pool), or the CLS row."""
+    if pool == 'mean':
+        return hidden[:, 1:].mean(dim=1)
+    if pool == 'cls':
+        return hidden[:, 0]
+    raise ValueError(f"pool must be 'mean' or 'cls', got {pool!r}")
+
+
+def check_pool(pool, groups):
+    if pool not in ('mean', 'cls'):
+        raise ValueError(f"pool must be 'mean' or 'cls', got {pool!r}")
+    if pool == 'cls' and bool((groups[1:] > 0).all()):
+        raise ValueError("pool='cls' with the pretraining mask kept: the CLS row sees only itself under this mask, "
+                         "so its feature is the same for every image; use pool='mean' or keep_mask=False")
+
+
+@torch.no_grad()
+def encode(model, seqs, groups, pool):
+    """Frozen pooled features of (B, S, D) sequences, every row encoded with the (S,) content groups."""
+    B, S = seqs.shape[:2]
+    positions = torch.arange(S, device=seqs.device).expand(B, S)
+    hidden = model.features(seqs, positions, groups.to(seqs.device).expand(B, S))
+    return pool_rows(hidden, pool).float()
+
+# -----------------------------------------------------------------------------
+# linear probe (MAE protocol; SGD with momentum stands in for LARS)
+
+class LinearProbe(nn.Module):
+    """BatchNorm1d without affine (a parameter-free whitening of each feature) + a linear classifier."""
+
+    def __init__(self, dim, num_classes):
+        super().__init__()
+        self.norm = nn.BatchNorm1d(dim, affine=False, eps=1e-6)
+        self.head = nn.Linear(dim, num_classes)
+        nn.init.normal_(self.head.weight, std=0.01)  # MAE's head init
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, features):
+        return self.head(self.norm(features))
+
+
+def cosine_lr(step, total_steps, warmup_steps, peak):
+    """Linear warmup to peak, then a half cosine to 0 (MAE's fine-tuning and probing schedule)."""
+    if step < warmup_steps:
+        return peak * (step + 1) / warmup_steps
+    progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
+    return 0.5 * peak * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def train_linear_probe(features, labels, num_classes, epochs, batch_size, learning_rate, warmup_epochs=0,
+                       weight_decay=0.0, seed=0):
+    """A LinearProbe fitted on cached frozen features (n, d) with cross-entropy; returned in eval mode."""
+    if len(features) < 2:
+        raise ValueError(f"a linear probe needs at least 2 training images, got {len(features)}")
+    torch.manual_seed(seed)
+    probe = LinearProbe(features.shape[1], num_classes)
+    optimizer = torch.optim.SGD(probe.parameters(), lr=learning_rate, momentum=0.9, weight_decay=weight_decay)
+    generator = torch.Generator().manual_seed(seed)
+    steps_per_epoch = math.ceil(len(features) / batch_size)
+    total, warmup = epochs * steps_per_epoch, warmup_epochs * steps_per_epoch
+    probe.train()
+    for step in range(total):
+        if step % steps_per_epoch == 0:
+            permutation = torch.randperm(len(features), generator=generator)
+        index = permutation[(step % steps_per_epoch) * batch_size:][:batch_size]
+        if len(index) < 2:  # BatchNorm needs two samples to estimate a variance
+            continue
+        for group in optimizer.param_groups:
+            group['lr'] = cosine_lr(step, total, warmup, learning_rate)
+        loss = F.cross_entropy(probe(features[index]), labels[index])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    return probe.eval()
+
+
+@torch.no_grad()
+def accuracy(logits, labels):
+    return float((logits.argmax(dim=-1) == labels).float().mean()) if len(labels) else float('nan')
+
+# -----------------------------------------------------------------------------
+# fine-tuning: every weight trained, every mask dropped, soft targets
+
+class Classifier(nn.Module):
+    """The pretrained trunk with all groups 0 (no mask: GVP drops it "for a larger receptive field"), then
+    pooling, a fresh LayerNorm (MAE's fc_norm: a mean of normalised rows is no longer normalised) and a linear
+    head. The inputs only pretraining reads are frozen, so DDP sees no unused trainable parameter."""
+
+    def __init__(self, model, num_classes, pool='mean'):
+        super().__init__()
+        check_pool(pool, torch.zeros(1, dtype=torch.long))
+        self.model, self.pool = model, pool
+        self.norm = nn.LayerNorm(model.config.n_embd)
+        self.head = nn.Linear(model.config.n_embd, num_classes)
+        nn.init.normal_(self.head.weight, std=0.01)
+        nn.init.zeros_(self.head.bias)
+        for p in (model.query_emb, model.mask_emb, *model.pixel_head.parameters()):
+            p.requires_grad_(False)
+
+    def forward(self, seqs):
+        B, S = seqs.shape[:2]
+        positions = torch.arange(S, device=seqs.device).expand(B, S)
+        hidden = self.model.trunk(seqs, positions, torch.zeros_like(positions))
+        return self.head(self.norm(pool_rows(hidden, self.pool)))
+
+
+def soft_targets(labels, num_classes, smoothing):
+    """Label smoothing: (1 - s) on the true class plus s spread evenly over all classes."""
+    return F.one_hot(labels, num_classes).float() * (1 - smoothing) + smoothing / num_classes
+
+
+def mixup(pixels, targets, alpha, rng):
+    """Mixup (Zhang et al. 2018): blend the batch with its reverse by lambda ~ Beta(alpha, alpha); alpha 0 = off."""
+    if alpha <= 0:
+        return pixels, targets
+    lam = float(rng.beta(alpha, alpha))
+    return lam * pixels + (1 - lam) * pixels.flip(0), lam * targets + (1 - lam) * targets.flip(0)
+
+
+def soft_cross_entropy(logits, targets):
+    return -(targets * F.log_softmax(logits.float(), dim=-1)).sum(dim=-1).mean()
+
+
+def layer_decay_groups(classifier, weight_decay, layer_decay):
+    """AdamW groups with MAE's layer-wise lr decay: depth 0 = embeddings, i + 1 = block i, L + 1 = ln_f and
+    head; a parameter at depth k gets lr_scale = layer_decay ** (L + 1 - k). Weight decay on matrices only."""
+    n_layer = len(classifier.model.blocks)
+    groups = {}
+    for name, p in classifier.named_parameters():
+        if not p.requires_grad:
+            continue
+        parts = name.split('.')
+        if name.startswith('model.blocks.'):
+            depth = int(parts[2]) + 1
+        elif name.startswith(('model.patch_embed', 'model.cls_emb', 'model.wte', 'model.wpe')):
+            depth = 0
+        else:
+            depth = n_layer + 1
+        decay = weight_decay if p.dim() >= 2 else 0.0
+        key = (depth, decay)
+        if key not in groups:
+            groups[key] = {'params': [], 'weight_decay': decay, 'lr_scale': layer_decay ** (n_layer + 1 - depth)}
+        groups[key]['params'].append(p)
+    return list(groups.values())
+
+# -----------------------------------------------------------------------------
+# reconstruction (Table 8): mask a fraction of the patches, fill them one at a time
+
+def recon_style(train_config):
+    """How a checkpoint predicts one patch from a set of others: 'causal' (one-stream GPT: only earlier
+    patches), 'bert' (one-stream, [MASK] inputs), 'masked_two_stream' (query row; conditioning set one
+    bidirectional group) or 'groups' (query row; visible = G_0, the k-th filled patch = G_k)."""
+    objective = train_config.get('objective')
+    if objective == 'ar' and train_config.get('random_order'):  # trained as two-stream dar with t = 1
+        return 'groups'
+    return prefix_style(objective, train_config.get('two_stream'))
+
+
+def fill_order(image_ids, n_patches, ratio, seed, order='random'):
+    """(B, M) positions (1..N) to mask, in the order they are filled: M = round(ratio N) of them drawn at random
+    per image from a generator seeded by (seed, image id), so every process masks an image the same way."""
+    n_masked = round(ratio * n_patches)
+    if not 1 <= n_masked < n_patches:
+        raise ValueError(f"mask ratio {ratio} of {n_patches} patches masks {n_masked}: pick a ratio that masks "
+                         "at least one patch and leaves one visible")
+    if order not in ('random', 'raster'):
+        raise ValueError(f"fill order must be 'random' or 'raster', got {order!r}")
+    rows = []
+    for image_id in image_ids:
+        generator = torch.Generator().manual_seed(seed * 1_000_003 + int(image_id))
+        rows.append(torch.randperm(n_patches, generator=generator)[:n_masked] + 1)
+    positions = torch.stack(rows)
+    return positions.sort(dim=1).values if order == 'raster' else positions
+
+
+def fill_step_batch(current, order, step, style):
+    """The model batch that predicts patch order[:, step] from the visible patches and order[:, :step] (already
+    filled, their content in `current`). Content rows of patches not yet filled are zeroed AND hidden by the
+    groups (PAD_GROUP) or replaced by [MASK] ('bert'): nothing of their true pixels can reach any prediction."""
+    B, S = current.shape[:2]
+    device = current.device
+    positions = torch.arange(S, device=device).expand(B, S)
+    fill_rank = torch.full((B, S), -1, dtype=torch.long, device=device)
+    fill_rank.scatter_(1, order, torch.arange(order.shape[1], device=device).expand_as(order).contiguous())
+    pending = fill_rank >= step           # the target and every later one
+    done = (fill_rank >= 0) & ~pending
+    content = current.masked_fill(pending[..., None], 0.0)
+    target = order[:, step:step + 1]
+    batch = dict(content=content, content_pos=positions, content_masked=None, query_pos=None, query_groups=None,
+                 pred_index=None, targets=None, valid=torch.ones(B, 1, dtype=torch.bool, device=device), causal=False)
+    if style == 'causal':  # the output at position p - 1 predicts p from positions 0..p-1
+        return {**batch, 'content_groups': positions, 'pred_index': target - 1, 'causal': True}
+    if style == 'bert':    # pending patches are [MASK] inputs, as the masked set was in pretraining
+        return {**batch, 'content_groups': torch.zeros_like(positions), 'content_masked': pending,
+                'pred_index': target}
+    if style == 'masked_two_stream':
+        groups = torch.zeros_like(positions).masked_fill(pending, PAD_GROUP)
+        return {**batch, 'content_groups': groups, 'query_pos': target, 'query_groups': torch.ones_like(target)}
+    if style == 'groups':
+        groups = torch.where(done, fill_rank + 1, 0).masked_fill(pending, PAD_GROUP)
+        return {**batch, 'content_groups': groups, 'query_pos': target,
+                'query_groups': torch.full_like(target, step + 1)}
+    raise ValueError(f"unknown reconstruction style {style!r}: one of {', '.join(RECON_STYLES)}")
+
+
+def visible_patch_stats(seqs, masked):
+    """Per image: mean over the visible patches of each patch's pixel mean and (unbiased) variance. A model
+    trained with norm_pix_loss predicts normalised pixels; we de-normalise with these, never with the masked
+    patch's own statistics (that would read its ground truth)."""
+    patches, visible = seqs[:, 1:], (~masked[:, 1:]).float()
+    count = visible.sum(dim=1, keepdim=True).clamp(min=1)
+    mean = (patches.mean(dim=-1) * visible).sum(dim=1, keepdim=True) / count
+    var = (patches.var(dim=-1) * visible).sum(dim=1, keepdim=True) / count
+    return mean, var
+
+
+@torch.no_grad()
+def reconstruct(model, seqs, order, style, norm_pix=False):
+    """Fill the patches at `order` (B, M) one at a time; returns (B, S, D) with the visible patches of seqs and
+    the model's fills (clamped to the pixel range [0, 1]; each becomes visible content for later steps)."""
+    if style == 'causal':  # a causal model can only continue the raster scan
+        order = order.sort(dim=1).values
+    masked = torch.zeros(seqs.shape[:2], dtype=torch.bool, device=seqs.device)
+    masked.scatter_(1, order, True)
+    current = seqs.masked_fill(masked[..., None], 0.0)
+    if norm_pix:
+        mean, var = visible_patch_stats(seqs, masked)
+    rows = torch.arange(seqs.shape[0], device=seqs.device)
+    for step in range(order.shape[1]):
+        preds, _ = model(**fill_step_batch(current, order, step, style))
+        fill = preds[:, 0].float()
+        if norm_pix:
+            fill = fill * (var + 1e-6).sqrt() + mean
+        current[rows, order[:, step]] = fill.clamp(0, 1).to(current.dtype)
+    return current
+
+
+def mean_fill(seqs, order):
+    """The trivial baseline: every masked pixel set to the mean of the image's visible pixels."""
+    masked = torch.zeros(seqs.shape[:2], dtype=torch.bool, device=seqs.device)
+    masked.scatter_(1, order, True)
+    visible = (~masked[:, 1:]).float()[..., None]
+    mean = (seqs[:, 1:] * visible).sum(dim=(1, 2)) / (visible.sum(dim=(1, 2)) * seqs.shape[-1])
+    return torch.where(masked[..., None], mean[:, None, None], seqs)
+
+
+def masked_l2(filled, seqs, order):
+    """(B,) mean squared pixel error over the masked patches, pixels in [0, 1]."""
+    rows = torch.arange(seqs.shape[0], device=seqs.device)[:, None]
+    return ((filled[rows, order] - seqs[rows, order]) ** 2).float().mean(dim=(1, 2))
+
+
+def save_grid(path, seqs, filled, order, patch_size, channels, scale=4):
+    """PNG, one image a row: original | masked (holes coloured) | filled. Written atomically."""
+    masked = torch.zeros(seqs.shape[:2], dtype=torch.bool)
+    masked.scatter_(1, order.cpu(), True)
+    images = [unpatchify(x[:, 1:].float().cpu(), patch_size, channels) for x in (seqs, filled)]
+    original, filled_image = (x.expand(-1, 3, -1, -1) if channels == 1 else x for x in images)
+    per_pixel = masked[:, 1:, None].float().expand(-1, -1, patch_size ** 2)
+    hole_pixels = unpatchify(per_pixel, patch_size, 1).bool()
+    holes = torch.where(hole_pixels, torch.tensor(HOLE_COLOR).view(1, 3, 1, 1), original)
+    columns = [original, holes, filled_image]
+    B, _, H, W = original.shape
+    gap = 2
+    canvas = torch.ones(3, B * (H + gap) + gap, 3 * (W + gap) + gap)
+    for i in range(B):
+        for j, column in enumerate(columns):
+            top, left = gap + i * (H + gap), gap + j * (W + gap)
+            canvas[:, top:top + H, left:left + W] = column[i].clamp(0, 1)
+    array = (canvas.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8)
+    image = Image.fromarray(array).resize((canvas.shape[2] * scale, canvas.shape[1] * scale), Image.NEAREST)
+    tmp_path = path + '.tmp.png'
+    image.save(tmp_path)
+    os.replace(tmp_path, path)

@@ -1,0 +1,374 @@
+"""
+Evaluate image checkpoints of any objective (paper Sec. 6.2): linear probe, fine-tuning, reconstruction.
+
+  task=linprobe  frozen features (pretraining mask kept in a fixed order, as GVP, or dropped), pooled, then
+                 BatchNorm without affine + linear (MAE protocol; SGD with momentum instead of LARS). Features
+                 are computed once, without augmentation, so many probe epochs cost seconds (Tables 3-5).
+  task=finetune  every weight trained, every mask dropped, soft-target cross-entropy (label smoothing, optional
+                 mixup), layer-wise lr decay, random-resized-crop (Tables 3-5, 9).
+  task=recon     mask recon_ratio of each image's patches at random, fill them one patch at a time, each fill
+                 conditioned on the visible patches and the ones already filled; score pixel L2 over the masked
+                 patches and LPIPS of the recomposed image against the original (Table 8). L2 is the mean squared
+                 error on pixels in [0, 1]; LPIPS is the shift-tolerant variant (data/lpips.py), so neither is on
+                 the paper's scale: compare checkpoints with each other and with the mean-fill baseline columns.
+                 A norm_pix_loss model is de-normalised with its visible patches' mean statistics (never with the
+                 masked patch's own); a one-stream causal model fills in raster order from earlier patches only.
+
+One CPU:
+$ python eval_vision.py config/linprobe_fmnist.py --ckpt=out-ar-fmnist/ckpt_best.pt --ckpt=out-dar-fmnist/ckpt_best.pt
+Several GPUs (features, fine-tuning batches and reconstructions are split over processes; rank 0 writes):
+$ torchrun --standalone --nproc_per_node=8 eval_vision.py config/finetune_fmnist.py --ckpt=...
+Writes out_dir/<task>.md and <task>.csv (one row per checkpoint), and for recon a PNG grid per checkpoint.
+"""
+import csv
+import math
+import os
+import re
+import sys
+import time
+from contextlib import nullcontext
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+from tqdm import tqdm
+
+from configurator import configure, one_line_errors
+from data.images import load_images
+from data.lpips import MIN_SIDE
+from data.vision_eval import (Classifier, accuracy, check_pool, cosine_lr, encode, fill_order, layer_decay_groups,
+                              masked_l2, mean_fill, mixup, probe_groups, reconstruct, recon_style, save_grid,
+                              soft_cross_entropy, soft_targets, to_sequence, train_linear_probe)
+from model import load_checkpoint, read_checkpoint, unpatchify
+
+# -----------------------------------------------------------------------------
+# default config: the MAE linear-probe protocol
+ckpt = ()                   # checkpoints to compare, one table row each: --ckpt=a.pt --ckpt=b.pt
+names = ()                  # their labels, same order (default: the checkpoint's folder name)
+task = 'linprobe'           # linprobe | finetune | recon
+dataset = ''                # '' = each checkpoint's pretraining set; else mnist5k | fmnist | mnist | imagefolder:<path>
+image_size = 0              # 0 = the checkpoint's; any other value must equal it (the position table is fixed)
+train_subset = 0            # linprobe / finetune: use this many training images (a seeded random subset); 0 = all
+val_subset = 0              # images scored (all tasks); 0 = the whole val split
+out_dir = 'out/eval_vision'
+# features and heads
+pool = 'mean'               # 'mean' over the patch rows (MAE's global pool) or 'cls'
+keep_mask = True            # linprobe: encode with the pretraining mask in raster order (GVP) or with none
+epochs = 90                 # linprobe / finetune epochs
+batch_size = 256            # per process (linprobe: the probe's batch; rank 0 fits it on the gathered features)
+learning_rate = 0.1         # peak lr (MAE probe: 0.1 x batch / 256 with LARS; fine-tune: 1e-3 x batch / 256 AdamW)
+warmup_epochs = 10
+weight_decay = 0.0
+# fine-tuning only
+layer_decay = 0.75          # MAE's layer-wise lr decay (1 = off)
+label_smoothing = 0.1       # soft targets
+mixup_alpha = 0.0           # 0 = no mixup
+augment = True              # random-resized-crop on the training images (flip as the checkpoint trained)
+# reconstruction only
+recon_ratio = 0.25          # fraction of patches masked and refilled
+recon_order = 'random'      # order the masked patches are filled in: 'random' or 'raster' (causal models: raster)
+grid_images = 8             # images in the PNG grid
+lpips_net = 'alex'          # 'alex' or 'vgg' (shift-tolerant LPIPS weights, data/lpips.py)
+# system
+eval_batch_size = 256
+device = 'auto'             # 'cpu', 'cuda', 'cuda:1', ... ; auto = cuda if available
+dtype = 'auto'              # bf16 autocast on CUDA, fp32 on CPU
+attn_backend = 'auto'       # 'flex' on CUDA, 'sdpa' (dense mask) on CPU
+seed = 1337
+progress = True
+# -----------------------------------------------------------------------------
+one_line_errors('eval_vision.py')
+configure(globals(), sys.argv[1:])
+TASKS = ('linprobe', 'finetune', 'recon')
+
+# -----------------------------------------------------------------------------
+# processes and devices (as in train.py)
+ddp = int(os.environ.get('RANK', -1)) != -1
+if device == 'auto':
+    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+if ddp:
+    rank, local_rank, world_size = int(os.environ['RANK']), int(os.environ['LOCAL_RANK']), int(os.environ['WORLD_SIZE'])
+    if device.startswith('cuda'):
+        device = f'cuda:{local_rank}'
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend='nccl' if device.startswith('cuda') else 'gloo')
+else:
+    rank, local_rank, world_size = 0, 0, 1
+master = rank == 0
+device_type = 'cuda' if device.startswith('cuda') else 'cpu'
+if dtype == 'auto':
+    dtype = 'bfloat16' if device_type == 'cuda' and torch.cuda.is_bf16_supported() else 'float32'
+autocast = nullcontext() if dtype == 'float32' else torch.autocast(device_type, dtype=getattr(torch, dtype))
+if attn_backend == 'auto':
+    attn_backend = 'flex' if device_type == 'cuda' else 'sdpa'
+if device_type == 'cuda':
+    torch.backends.cuda.matmul.allow_tf32 = True
+
+# -----------------------------------------------------------------------------
+# checks: every checkpoint and data set before any work, so a bad one fails in seconds
+if task not in TASKS:
+    raise ValueError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
+if not ckpt:
+    raise ValueError("no checkpoint given: pass --ckpt=out-dar-fmnist/ckpt_best.pt (repeat --ckpt=... to compare)")
+if names and len(names) != len(ckpt):
+    raise ValueError(f"{len(names)} names for {len(ckpt)} checkpoints: give one --names=... per --ckpt=..., or none")
+if min(epochs, batch_size, eval_batch_size) < 1:
+    raise ValueError(f"epochs, batch_size and eval_batch_size must be >= 1, got {epochs}, {batch_size}, "
+                     f"{eval_batch_size}")
+image_sets = {}
+runs = []
+for i, path in enumerate(ckpt):
+    checkpoint = read_checkpoint(path)
+    model_config, train_config = checkpoint['model_config'], checkpoint.get('config', {})
+    del checkpoint
+    if model_config.get('input_kind') != 'patches':
+        raise ValueError(f"{path} is a text model (input_kind={model_config.get('input_kind')!r}): eval_vision.py "
+                         "needs a checkpoint trained on image patches (train.py with input_kind='patches')")
+    if 'objective' not in train_config:
+        raise ValueError(f"{path} has no training config (config['objective']): it was not written by train.py")
+    if image_size and image_size != model_config['image_size']:
+        raise ValueError(f"image_size={image_size} but {path} was trained at {model_config['image_size']} px: its "
+                         f"position table fixes the size; drop --image_size (images are resized to the checkpoint's)")
+    data_name = dataset or train_config.get('dataset', '')
+    if not data_name:
+        raise ValueError(f"{path} does not say which data set it was trained on: pass --dataset=...")
+    for split in ('train', 'val') if task != 'recon' else ('val',):
+        if (data_name, split) not in image_sets:
+            image_sets[data_name, split] = load_images(data_name, split)
+    channels = image_sets[data_name, 'val'].channels
+    if channels != model_config['channels']:
+        raise ValueError(f"{data_name} has {channels}-channel images but {path} was trained on "
+                         f"{model_config['channels']}-channel ones: evaluate it on a data set like its own "
+                         "(--dataset=...)")
+    label = names[i] if names else os.path.basename(os.path.dirname(os.path.abspath(path)))
+    runs.append(dict(path=path, name=label, train_config=train_config, model_config=model_config, data=data_name))
+if len({run['name'] for run in runs}) < len(runs):  # e.g. ckpt_best.pt and ckpt_last.pt of one out_dir
+    for run in runs:
+        run['name'] = run['path']
+if pool not in ('mean', 'cls'):
+    raise ValueError(f"pool must be 'mean' or 'cls', got {pool!r}")
+if task == 'recon' and lpips_net not in MIN_SIDE:
+    raise ValueError(f"lpips_net must be one of {', '.join(MIN_SIDE)}, got {lpips_net!r}")
+if task == 'recon' and recon_order not in ('random', 'raster'):
+    raise ValueError(f"recon_order must be 'random' or 'raster', got {recon_order!r}")
+
+# -----------------------------------------------------------------------------
+# shared helpers: subsets, shards, batches of sequences, gathering
+
+def subset(n, limit, salt):
+    """All of range(n), or a seeded random `limit` of it (sorted): the same on every process."""
+    if not limit or limit >= n:
+        return torch.arange(n)
+    return torch.randperm(n, generator=torch.Generator().manual_seed(seed + salt))[:limit].sort().values
+
+
+def sequences(run, image_set, indices, generator=None, train=False):
+    """(model-ready sequences on device, labels on device) for these image indices."""
+    cfg = run['model_config']
+    flip = bool(run['train_config'].get('flip', image_set.flip))
+    pixels, labels = image_set.batch(indices, cfg['image_size'], generator, augment=train and augment, flip=flip)
+    return to_sequence(pixels, cfg['patch_size']).to(device), labels.to(device)
+
+
+def gather(items):
+    """Concatenate a list from every process (rank order) on all of them."""
+    if not ddp:
+        return items
+    gathered = [None] * world_size
+    dist.all_gather_object(gathered, items)
+    return [item for part in gathered for item in part]
+
+
+def batches(indices, size, desc):
+    bar = tqdm(total=len(indices), desc=desc, disable=not (master and progress), dynamic_ncols=True, leave=False)
+    for first in range(0, len(indices), size):
+        yield indices[first:first + size]
+        bar.update(min(size, len(indices) - first))
+    bar.close()
+
+# -----------------------------------------------------------------------------
+# linear probe on frozen features
+
+def encode_split(run, model, split, groups, limit, salt):
+    image_set = image_sets[run['data'], split]
+    indices = subset(len(image_set), limit, salt)
+    parts = []
+    for chunk in batches(indices[rank::world_size], eval_batch_size, f"encode {split}"):
+        seqs, labels = sequences(run, image_set, chunk)
+        with autocast:
+            parts.append((chunk, encode(model, seqs, groups, pool).cpu(), labels.cpu()))
+    parts = gather(parts)
+    order_back = torch.cat([p[0] for p in parts]).argsort()  # rank-interleaved shards back to one order
+    return torch.cat([p[1] for p in parts])[order_back], torch.cat([p[2] for p in parts])[order_back]
+
+
+def linprobe(run, model):
+    n_patches = (run['model_config']['image_size'] // run['model_config']['patch_size']) ** 2
+    groups = probe_groups(run['train_config'], n_patches, keep_mask)
+    check_pool(pool, groups)
+    train_x, train_y = encode_split(run, model, 'train', groups, train_subset, 1)
+    val_x, val_y = encode_split(run, model, 'val', groups, val_subset, 2)
+    if not torch.isfinite(train_x).all():
+        raise ValueError(f"{run['path']} gives non-finite features: the checkpoint's weights are broken (NaN/inf)")
+    result = dict(keep_mask=keep_mask and bool(groups.any()), pool=pool, train_images=len(train_y))
+    if master:  # the probe is small: one process fits it
+        probe = train_linear_probe(train_x, train_y, image_sets[run['data'], 'train'].num_classes, epochs,
+                                   batch_size, learning_rate, warmup_epochs, weight_decay, seed)
+        with torch.no_grad():
+            result.update(train_acc=100 * accuracy(probe(train_x), train_y),
+                          val_acc=100 * accuracy(probe(val_x), val_y))
+    return result
+
+# -----------------------------------------------------------------------------
+# fine-tuning
+
+def finetune(run, model):
+    image_set, val_set = image_sets[run['data'], 'train'], image_sets[run['data'], 'val']
+    torch.manual_seed(seed)
+    classifier = Classifier(model, image_set.num_classes, pool).to(device).train()
+    param_groups = layer_decay_groups(classifier, weight_decay, layer_decay)
+    optimizer = torch.optim.AdamW(param_groups, lr=learning_rate, betas=(0.9, 0.999))
+    trainer = DDP(classifier, device_ids=[local_rank] if device_type == 'cuda' else None) if ddp else classifier
+    indices = subset(len(image_set), train_subset, 1)
+    steps_per_epoch = max(1, len(indices) // (batch_size * world_size))  # the same on every process
+    total, warmup = epochs * steps_per_epoch, warmup_epochs * steps_per_epoch
+    generator = torch.Generator().manual_seed(seed * 1000 + rank)  # augmentation draws, per process
+    rng = np.random.default_rng(seed * 1000 + rank)                # mixup draws, per process
+    bar = tqdm(total=total, desc='fine-tune', disable=not (master and progress), dynamic_ncols=True, leave=False)
+    loss_sum, loss_count = 0.0, 0
+    for step in range(total):
+        epoch, k = divmod(step, steps_per_epoch)
+        if k == 0:
+            shuffle = torch.randperm(len(indices), generator=torch.Generator().manual_seed(seed + epoch))
+            mine = indices[shuffle][rank::world_size]  # the same epoch order on every process, then sharded
+        lr = cosine_lr(step, total, warmup, learning_rate)
+        for group in optimizer.param_groups:
+            group['lr'] = lr * group['lr_scale']
+        seqs, labels = sequences(run, image_set, mine[k * batch_size:(k + 1) * batch_size], generator, train=True)
+        seqs, targets = mixup(seqs, soft_targets(labels, image_set.num_classes, label_smoothing), mixup_alpha, rng)
+        with autocast:
+            loss = soft_cross_entropy(trainer(seqs), targets)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if epoch == epochs - 1:  # report the last epoch's training loss
+            loss_sum, loss_count = loss_sum + loss.item(), loss_count + 1
+        bar.update(1)
+        if not math.isfinite(loss.item()):
+            raise ValueError(f"fine-tuning {run['path']}: loss is {loss.item()} at step {step}: lower learning_rate")
+    bar.close()
+    classifier.eval()
+    correct = 0
+    val_indices = subset(len(val_set), val_subset, 2)
+    for chunk in batches(val_indices[rank::world_size], eval_batch_size, 'val'):
+        seqs, labels = sequences(run, val_set, chunk)
+        with torch.no_grad(), autocast:
+            correct += int((classifier(seqs).argmax(dim=-1) == labels).sum())
+    correct = sum(gather([correct]))
+    return dict(epochs=epochs, train_images=len(indices), train_loss=loss_sum / max(1, loss_count),
+                val_acc=100 * correct / len(val_indices))
+
+# -----------------------------------------------------------------------------
+# reconstruction, one patch at a time
+
+def recon(run, model, lpips):
+    cfg = run['model_config']
+    val_set = image_sets[run['data'], 'val']
+    style = recon_style(run['train_config'])
+    n_patches = (cfg['image_size'] // cfg['patch_size']) ** 2
+    ids = subset(len(val_set), val_subset, 2)
+    ids = ids[torch.randperm(len(ids), generator=torch.Generator().manual_seed(seed))]  # a mix of classes in the grid
+    scores, grid = [], None
+    for chunk in batches(ids[rank::world_size], eval_batch_size, 'reconstruct'):
+        seqs, _ = sequences(run, val_set, chunk)
+        fill_positions = fill_order(chunk.tolist(), n_patches, recon_ratio, seed, recon_order).to(device)
+        with autocast:
+            filled = reconstruct(model, seqs, fill_positions, style, norm_pix=cfg.get('norm_pix_loss', False))
+        baseline = mean_fill(seqs, fill_positions)
+        pictures = [model_images(x, cfg) for x in (seqs, filled, baseline)]
+        with torch.no_grad():
+            scores += zip(masked_l2(filled, seqs, fill_positions).tolist(), lpips(pictures[1], pictures[0]).tolist(),
+                          masked_l2(baseline, seqs, fill_positions).tolist(), lpips(pictures[2], pictures[0]).tolist())
+        if grid is None:
+            grid = (seqs[:grid_images].cpu(), filled[:grid_images].cpu(), fill_positions[:grid_images].cpu())
+    scores = torch.tensor(gather(scores), dtype=torch.float64)
+    if not torch.isfinite(scores).all():
+        raise ValueError(f"{run['path']} gives non-finite reconstructions: the checkpoint's weights are broken")
+    if master and grid is not None:
+        grid_path = os.path.join(out_dir, f"recon_{re.sub(r'[^A-Za-z0-9_.-]+', '_', run['name'])}.png")
+        save_grid(grid_path, *grid, cfg['patch_size'], cfg['channels'])
+    mean = scores.mean(dim=0).tolist()
+    return dict(style=style, images=len(scores), l2=mean[0], lpips=mean[1], baseline_l2=mean[2],
+                baseline_lpips=mean[3])
+
+
+def model_images(seqs, cfg):
+    """Sequences back to images; upsampled (nearest) to the smallest side the LPIPS network takes."""
+    images = unpatchify(seqs[:, 1:].float(), cfg['patch_size'], cfg['channels'])
+    if images.shape[-1] < MIN_SIDE[lpips_net]:
+        factor = math.ceil(MIN_SIDE[lpips_net] / images.shape[-1])
+        images = F.interpolate(images, scale_factor=factor, mode='nearest')
+    return images
+
+# -----------------------------------------------------------------------------
+# run every checkpoint
+
+def objective_name(train_config):
+    objective = train_config['objective']
+    if objective == 'dar':
+        return f"dar t={train_config.get('t', 2)}"
+    if objective in ('mlm', 'vm'):
+        ratio = train_config.get('mask_ratio')
+        return f"{objective} {ratio} {'two-stream' if train_config.get('two_stream') else 'one-stream'}"
+    if objective == 'gvp':
+        return f"gvp {train_config.get('segmentation', 'mixed')} K={train_config.get('n_groups', 20)}"
+    return 'ar' + (' random order' if train_config.get('random_order') else '') + \
+        (' two-stream' if train_config.get('two_stream') or train_config.get('random_order') else ' causal')
+
+
+os.makedirs(out_dir, exist_ok=True)
+lpips = None
+if task == 'recon':
+    from data.lpips import LPIPS  # needs the stlpips wheel: only for recon
+    lpips = LPIPS(lpips_net).to(device)
+if master:
+    print(f"{task} | {len(runs)} checkpoint(s) | {device} {dtype} {attn_backend} | {world_size} process(es)")
+rows = []
+for run in runs:
+    t0 = time.time()
+    model, _ = load_checkpoint(run['path'], device, attn_backend=attn_backend)
+    result = {'linprobe': linprobe, 'finetune': finetune, 'recon': lambda r, m: recon(r, m, lpips)}[task](run, model)
+    rows.append(dict(model=run['name'], objective=objective_name(run['train_config']), dataset=run['data'],
+                     **result, seconds=time.time() - t0))
+    del model
+    if master:
+        print(f"{run['name']}: " + ', '.join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                                             for k, v in rows[-1].items() if k != 'model'))
+
+# -----------------------------------------------------------------------------
+# results table: printed, and written as markdown + CSV (rank 0)
+
+def cell(value):
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+if master:
+    columns = list(rows[0])
+    lines = ['| ' + ' | '.join(columns) + ' |', '|' + '---|' * len(columns)]
+    lines += ['| ' + ' | '.join(cell(row.get(c, '')) for c in columns) + ' |' for row in rows]
+    table = '\n'.join(lines) + '\n'
+    print(table, end='')
+    path = os.path.join(out_dir, task)
+    with open(path + '.md.tmp', 'w') as f:
+        f.write(table)
+    with open(path + '.csv.tmp', 'w', newline='') as f:
+        writer = csv.DictWriter(f, columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(path + '.md.tmp', path + '.md')
+    os.replace(path + '.csv.tmp', path + '.csv')
+    print(f"wrote {os.path.join(out_dir, task)}.md and .csv")
+if ddp:
+    dist.destroy_process_group()

