@@ -1,0 +1,321 @@
+"""
+GLUE (or the offline suite) for pretrained checkpoints of any objective: fine-tuning (Tables 1-2) or a linear
+probe on frozen features (Sec. 3.3). Dev-set scores with the official metrics, the median over seeds, and one
+summary row per checkpoint (markdown + CSV + JSON in out_dir).
+
+$ python eval_glue.py config/glue_sane.py --ckpt=out-ar/ckpt_best.pt --ckpt=out-dar/ckpt_best.pt
+$ python eval_glue.py config/glue_offline.py --ckpt=out-shakespeare/ckpt_best.pt --tasks=polarity,hedge
+$ python eval_glue.py config/linprobe_glue_offline.py --ckpt=out-shakespeare/ckpt_best.pt
+$ torchrun --standalone --nproc_per_node=8 eval_glue.py config/glue_sane.py --ckpt=...   # (task, seed) jobs over GPUs
+Data: python data/glue/prepare.py (GLUE, needs a network) or python data/glue/prepare_offline.py (offline suite).
+"""
+import csv
+import io
+import json
+import os
+import sys
+import time
+from contextlib import nullcontext
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from tqdm import tqdm
+
+from configurator import configure, one_line_errors
+from data import glue_tasks
+from data.finetune import (Classifier, attention_style, encode_rows, fit_least_squares, fit_logistic, join_pair,
+                           length_batches, lr_at, pad_batch, resolve_pooling, standardize, task_loss,
+                           to_predictions, write_text_atomic)
+from data.text import get_tokenizer
+from model import load_checkpoint, read_checkpoint
+
+# -----------------------------------------------------------------------------
+# default config: Cramming's "sane" fine-tuning recipe on the eight GLUE tasks of the average
+ckpt = ()                   # one or more checkpoints: --ckpt=a.pt --ckpt=b.pt
+tasks = ()                  # () = cola sst2 mrpc stsb qqp mnli qnli rte; --tasks=cola,rte or repeated --tasks=
+glue_dir = 'auto'           # folder holding <Task>/train.tsv ...; 'auto' = data/glue, or data/glue/offline per task
+out_dir = 'out-glue'
+mode = 'finetune'           # 'finetune' (every weight trained) or 'linprobe' (frozen features, linear head)
+attention = 'auto'          # 'auto' = the pretraining pattern (causal for ar/dar/gvp, bidirectional for mlm/vm)
+pooling = 'auto'            # 'auto' (last token if causal, mean if bidirectional) | 'last' | 'first' | 'mean'
+max_len = 128               # ids per example, BOS and separator included (also capped by the block_size)
+batch_size = 16
+eval_batch_size = 64
+epochs = 5
+learning_rate = 4e-5
+warmup_frac = 0.1           # linear warmup over this fraction of the steps, then cosine to zero
+weight_decay = 0.0
+beta1 = 0.9
+beta2 = 0.999
+grad_clip = 1.0             # 0 disables
+dropout = 0.1               # in the trunk and before the head, while fine-tuning
+seeds = (0, 1, 2)           # fine-tuning runs per task; the table reports the median
+probe_l2 = 1e-3             # linear probe: L2 on the weights (logistic: mean CE + l2/2 |W|^2; ridge: l2 |w|^2)
+probe_iters = 500           # linear probe: L-BFGS iterations
+max_train_rows = 0          # > 0: fine-tune / probe on the first this-many train rows only (quick looks)
+save_predictions = False    # keep every run's dev predictions in the JSON
+device = 'auto'
+dtype = 'auto'
+progress = True
+# -----------------------------------------------------------------------------
+one_line_errors('eval_glue.py')
+configure(globals(), sys.argv[1:])
+config = {k: v for k, v in globals().items() if not k.startswith('_') and isinstance(v, (int, float, bool, str, tuple))}
+
+# -----------------------------------------------------------------------------
+# checks before any work, so a bad flag costs seconds, not a fine-tuning run
+if not ckpt:
+    raise ValueError("no checkpoint: pass --ckpt=out-<name>/ckpt_best.pt (repeat --ckpt for several)")
+if mode not in ('finetune', 'linprobe'):
+    raise ValueError(f"mode must be 'finetune' or 'linprobe', got {mode!r}")
+task_names = [name for entry in tasks for name in str(entry).split(',') if name] or \
+    [key for key in glue_tasks.TASKS if key != 'wnli']
+for task in task_names:
+    glue_tasks.get_task(task)
+if len(set(task_names)) != len(task_names):
+    raise ValueError(f"a task is listed twice in --tasks: {task_names}")
+if not seeds:
+    raise ValueError("seeds is empty: pass e.g. --seeds=0")
+if epochs < 1 or batch_size < 1 or eval_batch_size < 1:
+    raise ValueError("epochs, batch_size and eval_batch_size must be >= 1")
+
+# -----------------------------------------------------------------------------
+# processes and devices (like train.py)
+ddp = int(os.environ.get('RANK', -1)) != -1
+if device == 'auto':
+    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+if ddp:
+    rank, local_rank, world_size = int(os.environ['RANK']), int(os.environ['LOCAL_RANK']), int(os.environ['WORLD_SIZE'])
+    if device.startswith('cuda'):
+        device = f'cuda:{local_rank}'
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend='nccl' if device.startswith('cuda') else 'gloo')
+else:
+    rank, local_rank, world_size = 0, 0, 1
+master = rank == 0
+device_type = 'cuda' if device.startswith('cuda') else 'cpu'
+if dtype == 'auto':
+    dtype = 'bfloat16' if device_type == 'cuda' and torch.cuda.is_bf16_supported() else 'float32'
+autocast = nullcontext() if dtype == 'float32' else torch.autocast(device_type, dtype=getattr(torch, dtype))
+attn_backend = 'flex' if device_type == 'cuda' else 'sdpa'
+static_shapes = device_type == 'cuda'  # pad every batch to max_len: one compiled kernel, no recompiles
+
+# -----------------------------------------------------------------------------
+# data: every split read (strictly) up front on every rank; tokenised once per task, when first needed
+root = os.path.dirname(os.path.abspath(__file__))
+
+def task_dir(task):
+    if glue_dir == 'auto':
+        return os.path.join(root, glue_tasks.default_dir(task))
+    return glue_dir if os.path.isabs(glue_dir) or os.path.isdir(glue_dir) else os.path.join(root, glue_dir)
+
+rows = {}
+for task in task_names:
+    spec = glue_tasks.get_task(task)
+    for split in ('train',) + spec.dev_splits:
+        rows[task, split] = glue_tasks.read_task(task_dir(task), task, split)
+    if max_train_rows > 0:
+        rows[task, 'train'] = rows[task, 'train'][:max_train_rows]
+
+encoded = {}
+
+def examples(task, split, length_cap):
+    """-> (list of id sequences, labels tensor)."""
+    if (task, split) not in encoded:
+        encoded[task, split] = encode_rows(get_tokenizer(), rows[task, split])
+    sequences = [join_pair(a, b, length_cap) for a, b in encoded[task, split]]
+    labels = torch.tensor([row[2] for row in rows[task, split]],
+                          dtype=torch.float32 if glue_tasks.get_task(task).is_regression else torch.long)
+    return sequences, labels
+
+# -----------------------------------------------------------------------------
+# checkpoints: how each one attends and pools
+models = []
+for path in ckpt:
+    saved = read_checkpoint(path)
+    if saved['model_config'].get('input_kind', 'tokens') != 'tokens':
+        raise ValueError(f"{path} is an image model: eval_glue.py needs a text checkpoint (input_kind='tokens')")
+    objective = (saved.get('config') or {}).get('objective')
+    style = attention_style(objective) if attention == 'auto' else attention
+    models.append(dict(path=path, objective=objective, style=style, pooling=resolve_pooling(pooling, style),
+                       length_cap=min(max_len, saved['model_config']['block_size'])))
+    del saved
+
+# -----------------------------------------------------------------------------
+# one job = one checkpoint on one task (one seed): fine-tune or probe, then score every dev split
+def batch_on_device(sequences, info):
+    batch, lengths = pad_batch(sequences, info['style'], pad_to=info['length_cap'] if static_shapes else None)
+    return {k: v.to(device) for k, v in batch.items()}, lengths.to(device)
+
+@torch.no_grad()
+def pooled_outputs(network, sequences, info, head=True):
+    """Head outputs (or pooled features) for every sequence, in input order."""
+    network.eval()
+    out = [None] * len(sequences)
+    for index in length_batches([len(s) for s in sequences], eval_batch_size):
+        batch, lengths = batch_on_device([sequences[i] for i in index], info)
+        with autocast:
+            values = network(**batch, lengths=lengths) if head else network.features(**batch, lengths=lengths)
+        for i, value in zip(index, values.float().cpu()):
+            out[i] = value
+    return torch.stack(out)
+
+def score(task, dev_predictions):
+    results, kept = {}, {}
+    for split, (predictions, labels) in dev_predictions.items():
+        key = glue_tasks.result_key(task, split)
+        results[key] = glue_tasks.task_score(task, predictions.numpy(), labels.numpy())
+        kept[key] = predictions.tolist()
+    return results, kept
+
+def finetune(info, task, seed, bar_position):
+    spec = glue_tasks.get_task(task)
+    n_outputs = 1 if spec.is_regression else len(spec.labels)
+    torch.manual_seed(seed)  # head init and dropout
+    model, _ = load_checkpoint(info['path'], device, attn_backend=attn_backend, dropout=dropout)
+    network = Classifier(model, n_outputs, info['pooling'], dropout).to(device)
+    sequences, labels = examples(task, 'train', info['length_cap'])
+    optimizer = torch.optim.AdamW(network.parameters(), lr=learning_rate, betas=(beta1, beta2),
+                                  weight_decay=weight_decay)
+    steps_per_epoch = -(-len(sequences) // batch_size)
+    total_steps = epochs * steps_per_epoch
+    order_generator = torch.Generator().manual_seed(seed)
+    bar = tqdm(total=total_steps, desc=f"{task} seed {seed}", leave=False, disable=not (master and progress),
+               position=bar_position, dynamic_ncols=True)
+    step = 0
+    for epoch in range(epochs):
+        network.train()
+        order = torch.randperm(len(sequences), generator=order_generator).tolist()
+        for start in range(0, len(order), batch_size):
+            index = order[start:start + batch_size]
+            for group in optimizer.param_groups:
+                group['lr'] = lr_at(step, total_steps, warmup_frac, learning_rate)
+            batch, lengths = batch_on_device([sequences[i] for i in index], info)
+            with autocast:
+                outputs = network(**batch, lengths=lengths)
+            loss = task_loss(outputs, labels[index].to(device), spec.is_regression)
+            if not torch.isfinite(loss):
+                raise ValueError(f"{task} seed {seed}: loss is {float(loss)} at step {step}: lower learning_rate")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if grad_clip:
+                torch.nn.utils.clip_grad_norm_(network.parameters(), grad_clip)
+            optimizer.step()
+            step += 1
+            bar.update(1)
+            bar.set_postfix(epoch=epoch, loss=f"{loss.item():.4f}")
+    bar.close()
+    dev = {}
+    for split in spec.dev_splits:
+        dev_sequences, dev_labels = examples(task, split, info['length_cap'])
+        dev[split] = (to_predictions(pooled_outputs(network, dev_sequences, info), spec.is_regression),
+                      dev_labels)
+    return score(task, dev)
+
+def linear_probe(info, task):
+    """Features of the frozen trunk (its pretraining attention), standardised; logistic or ridge regression."""
+    spec = glue_tasks.get_task(task)
+    model, _ = load_checkpoint(info['path'], device, attn_backend=attn_backend)
+    network = Classifier(model, 1, info['pooling']).to(device)
+    splits = ('train',) + spec.dev_splits
+    data = {split: examples(task, split, info['length_cap']) for split in splits}
+    features = [pooled_outputs(network, data[split][0], info, head=False).to(device, torch.float64) for split in splits]
+    features = dict(zip(splits, standardize(*features)))
+    dev = {}
+    if spec.is_regression:
+        weight, bias = fit_least_squares(features['train'], data['train'][1].to(device, torch.float64), probe_l2)
+        for split in spec.dev_splits:
+            dev[split] = ((features[split] @ weight + bias).float().cpu(), data[split][1])
+    else:
+        weight, bias = fit_logistic(features['train'], data['train'][1].to(device), len(spec.labels), probe_l2,
+                                    probe_iters)
+        for split in spec.dev_splits:
+            dev[split] = ((features[split] @ weight + bias).argmax(dim=1).cpu(), data[split][1])
+    return score(task, dev)
+
+# -----------------------------------------------------------------------------
+# run this rank's share of the jobs (round-robin over ranks), gather everything on rank 0
+run_seeds = seeds if mode == 'finetune' else (seeds[0],)  # the probe is a convex fit from zero: no seed matters
+jobs = [(c, task, seed) for c in range(len(models)) for task in task_names for seed in run_seeds]
+jobs.sort(key=lambda job: -len(rows[job[1], 'train']))  # biggest first: dealt round-robin, ranks finish together
+records = []
+job_bar = tqdm(jobs[rank::world_size], desc=mode, disable=not (master and progress), dynamic_ncols=True)
+for c, task, seed in job_bar:
+    info = models[c]
+    job_bar.set_postfix(task=task, ckpt=os.path.basename(info['path']))
+    t0 = time.time()
+    if mode == 'finetune':
+        results, kept = finetune(info, task, seed, bar_position=1)
+    else:
+        results, kept = linear_probe(info, task)
+    record = dict(ckpt=c, task=task, seed=seed, results=results, seconds=time.time() - t0,
+                  n_train=len(rows[task, 'train']))
+    if save_predictions:
+        record['predictions'] = kept
+    records.append(record)
+    job_bar.write(f"{info['path']} {task} seed {seed}: " +
+                  ", ".join(f"{key} {metric} {value:.2f}" for key, scores in results.items()
+                            for metric, value in scores.items()) + f" ({record['seconds']:.1f} s)")
+job_bar.close()
+if ddp:
+    gathered = [None] * world_size
+    dist.all_gather_object(gathered, records)
+    records = [record for part in gathered for record in part]
+
+# -----------------------------------------------------------------------------
+# summary: median over seeds of every metric, the suite averages, one row per checkpoint
+if master:
+    task_of = {glue_tasks.result_key(task, split): task for task in task_names
+               for split in glue_tasks.get_task(task).dev_splits}
+    keys = list(task_of)  # mnli -> mnli_m, mnli_mm
+    metrics_of = {key: glue_tasks.get_task(task_of[key]).metrics for key in keys}
+    suites = {'GLUE avg': [k for k in keys if not glue_tasks.get_task(task_of[k]).offline],
+              'offline avg': [k for k in keys if glue_tasks.get_task(task_of[k]).offline]}
+    suites = {name: members for name, members in suites.items() if members}
+    partial_glue = 'GLUE avg' in suites and set(suites['GLUE avg']) != set(glue_tasks.GLUE_AVERAGE_KEYS)
+    summary = []
+    for c, info in enumerate(models):
+        medians = {key: {metric: float(np.median([r['results'][key][metric] for r in records if r['ckpt'] == c
+                                                  and key in r['results']])) for metric in metrics_of[key]}
+                   for key in keys}
+        averages = {name: glue_tasks.glue_average({k: medians[k] for k in members},
+                                                  allow_partial=name == 'offline avg' or partial_glue)
+                    for name, members in suites.items()}
+        summary.append(dict(ckpt=info['path'], objective=info['objective'], attention=info['style'],
+                            pooling=info['pooling'], medians=medians, averages=averages))
+
+    header = ['checkpoint', 'objective'] + [f"{key} ({'/'.join(metrics_of[key])})" for key in keys] + list(suites)
+    lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
+    for row in summary:
+        cells = ['/'.join(f"{row['medians'][key][metric]:.1f}" for metric in metrics_of[key]) for key in keys]
+        averages = [f"{row['averages'][name]:.1f}" for name in suites]
+        lines.append('| ' + ' | '.join([row['ckpt'], str(row['objective'])] + cells + averages) + ' |')
+    lines += ['', f"{mode}, dev sets, median over seeds {list(run_seeds)}; main metric first."]
+    if 'GLUE avg' in suites:
+        lines.append("GLUE avg: CoLA MCC, STS-B Pearson, MRPC/QQP F1, accuracy elsewhere; MNLI-m and -mm both count; "
+                     "no WNLI" + (" (PARTIAL: not all nine scores, not comparable with the paper)." if partial_glue
+                                  else "."))
+    if 'offline avg' in suites:
+        lines.append("offline avg: the mean of the offline tasks' main metrics.")
+    table = '\n'.join(lines) + '\n'
+    print(table)
+    table_csv = io.StringIO()
+    writer = csv.writer(table_csv, lineterminator='\n')
+    writer.writerow(['checkpoint', 'objective', 'attention', 'pooling', 'mode'] +
+                    [f"{key}_{metric}" for key in keys for metric in metrics_of[key]] +
+                    [name.replace(' ', '_') for name in suites])
+    for row in summary:
+        writer.writerow([row['ckpt'], row['objective'], row['attention'], row['pooling'], mode] +
+                        [f"{row['medians'][key][metric]:.4f}" for key in keys for metric in metrics_of[key]] +
+                        [f"{row['averages'][name]:.4f}" for name in suites])
+    seconds = {task: sum(r['seconds'] for r in records if r['task'] == task) for task in task_names}
+    stem = os.path.join(out_dir, f"glue_{mode}")
+    write_text_atomic(stem + '.md', table)
+    write_text_atomic(stem + '.csv', table_csv.getvalue())
+    write_text_atomic(stem + '.json', json.dumps(dict(config=config, summary=summary, runs=records,
+                                                      seconds_per_task=seconds, models=models), indent=1))
+    print("seconds per task (all checkpoints and seeds): " + ', '.join(f"{t} {s:.1f}" for t, s in seconds.items()))
+    print(f"wrote {stem}.md, .csv, .json")
+if ddp:
+    dist.destroy_process_group()

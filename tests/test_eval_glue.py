@@ -1,0 +1,283 @@
+"""eval_glue.py and data/finetune.py: encoding and masks, pooling, the schedule, the linear probes against
+scikit-learn, the whole pipeline on fixtures of every task (scores re-checked with scikit-learn / scipy), a small
+model learning a separable task, torchrun = one process, and one-line errors."""
+import csv
+import json
+import os
+import random
+import runpy
+import sys
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+from sklearn import linear_model
+from sklearn import metrics as skm
+
+from conftest import ROOT, make_checkpoint, run_script
+from data import glue_tasks as gt
+from data import finetune as ft
+from data.text import get_tokenizer
+from model import PAD_GROUP
+
+FIXTURES = os.path.join(ROOT, 'tests', 'fixtures', 'glue')
+QUICK = ['--epochs=1', '--progress=False', '--batch_size=4']
+
+
+def read_csv(path):
+    with open(path, newline='') as f:
+        return list(csv.DictReader(f))
+
+
+# -----------------------------------------------------------------------------
+# encoding: BOS a SEP b, longest-first truncation
+
+
+def test_join_pair_layout_and_truncation():
+    tokenizer = get_tokenizer()
+    (a, b), (single, none) = ft.encode_rows(tokenizer, [('Hello world', ' again', 0), ('Hello world', None, 1)])
+    assert a == single == [15496, 995] and none is None
+    assert ft.join_pair(a, b, 128) == [50256, 15496, 995, ft.SEPARATOR] + b
+    assert ft.join_pair(single, None, 128) == [50256, 15496, 995]
+    long_a, long_b, short = list(range(100)), list(range(200, 260)), [7, 8, 9]
+    for first, second, cap in ((long_a, long_b, 40), (long_a, short, 40), (short, long_b, 40), (long_a, long_b, 31)):
+        ids = ft.join_pair(first, second, cap)
+        assert len(ids) == cap and ids[0] == 50256
+        cut = ids.index(ft.SEPARATOR, 1)
+        kept_a, kept_b = ids[1:cut], ids[cut + 1:]
+        assert kept_a == first[:len(kept_a)] and kept_b == second[:len(kept_b)]  # cut at the ends only
+        if short in (first, second):
+            assert short in (kept_a, kept_b)  # the shorter text survives whole
+        else:
+            assert abs(len(kept_a) - len(kept_b)) <= 1  # both long: an even share
+    assert ft.join_pair(long_a, None, 10) == [50256] + long_a[:9]
+    with pytest.raises(ValueError, match='too short'):
+        ft.join_pair(a, b, 3)
+
+# -----------------------------------------------------------------------------
+# masks, padding and pooling
+
+
+@pytest.mark.parametrize('style', ft.STYLES)
+def test_padding_is_invisible_and_style_is_the_pretraining_pattern(tmp_path, style):
+    _, model = make_checkpoint(tmp_path / 'c.pt', 'ar')
+    model.eval()
+    generator = torch.Generator().manual_seed(0)
+    sequences = [[50256] + torch.randint(0, 500, (n,), generator=generator).tolist() for n in (3, 9, 6)]
+    batch, lengths = ft.pad_batch(sequences, style)
+    assert lengths.tolist() == [4, 10, 7]
+    real = batch['content_groups'] < PAD_GROUP
+    assert (real.sum(dim=1) == lengths).all()
+    expected = torch.arange(10) if style == 'causal' else torch.zeros(10, dtype=torch.long)
+    assert torch.equal(batch['content_groups'][1], expected)
+    with torch.no_grad():
+        padded = model.trunk(**batch)
+        for row, ids in enumerate(sequences):  # each alone, no padding: the same hidden states
+            alone, _ = ft.pad_batch([ids], style)
+            assert torch.allclose(model.trunk(**alone)[0], padded[row, :len(ids)], atol=1e-5)
+        changed = [ids[:-1] + [ids[-1] + 1] for ids in sequences]  # a different last token
+        other = model.trunk(**ft.pad_batch(changed, style)[0])
+    first_moved = not torch.allclose(other[:, 0], padded[:, 0], atol=1e-6)
+    assert first_moved == (style == 'bidirectional')  # causal: BOS cannot see the end; bidirectional: it can
+    last = ft.pool(padded, lengths, 'last')
+    assert not torch.allclose(ft.pool(other, lengths, 'last'), last, atol=1e-6)
+
+
+def test_pool_rows():
+    hidden = torch.randn(3, 5, 4, generator=torch.Generator().manual_seed(1))
+    lengths = torch.tensor([2, 5, 3])
+    assert torch.equal(ft.pool(hidden, lengths, 'first'), hidden[:, 0])
+    assert torch.equal(ft.pool(hidden, lengths, 'last'), torch.stack([hidden[0, 1], hidden[1, 4], hidden[2, 2]]))
+    mean = torch.stack([hidden[b, :n].mean(dim=0) for b, n in enumerate(lengths.tolist())])
+    assert torch.allclose(ft.pool(hidden, lengths, 'mean'), mean, atol=1e-6)
+    assert sorted(i for batch in ft.length_batches([5, 1, 3, 3, 2], 2) for i in batch) == [0, 1, 2, 3, 4]
+
+
+def test_attention_and_pooling_choices():
+    assert [ft.attention_style(o) for o in ('ar', 'dar', 'gvp', 'mlm', 'vm')] == ['causal'] * 3 + ['bidirectional'] * 2
+    assert ft.resolve_pooling('auto', 'causal') == 'last' and ft.resolve_pooling('auto', 'bidirectional') == 'mean'
+    assert ft.resolve_pooling('first', 'bidirectional') == 'first'
+    with pytest.raises(ValueError, match='BOS'):
+        ft.resolve_pooling('first', 'causal')
+    with pytest.raises(ValueError, match='train.py'):
+        ft.attention_style(None)
+
+# -----------------------------------------------------------------------------
+# schedule and linear probes
+
+
+def test_warmup_then_cosine_to_zero():
+    total, peak = 200, 4e-5
+    lrs = [ft.lr_at(step, total, 0.1, peak) for step in range(total)]
+    assert all(0 < a < b for a, b in zip(lrs[:20], lrs[1:21]))  # linear warmup over 10% of the steps
+    assert lrs[20] == pytest.approx(peak) and max(lrs) == pytest.approx(peak)
+    assert all(a >= b for a, b in zip(lrs[20:], lrs[21:]))
+    assert lrs[110] == pytest.approx(peak / 2)  # cosine: half way through the decay, half the peak
+    assert lrs[-1] < 1e-3 * peak
+
+
+def test_logistic_probe_equals_scikit_learn():
+    rng = np.random.default_rng(0)
+    n, d, l2 = 300, 6, 1e-2
+    x = rng.normal(size=(n, d))
+    y = (x @ rng.normal(size=(d, 3)) + rng.normal(size=(n, 3))).argmax(axis=1)
+    weight, bias = ft.fit_logistic(torch.tensor(x), torch.tensor(y), 3, l2)
+    ours = torch.softmax(torch.tensor(x) @ weight + bias, dim=1).numpy()
+    # sklearn minimises C sum CE + |W|^2 / 2, the same optimum as mean CE + l2/2 |W|^2 when C = 1 / (n l2)
+    reference = linear_model.LogisticRegression(C=1 / (n * l2), tol=1e-10, max_iter=10000).fit(x, y)
+    assert np.abs(ours - reference.predict_proba(x)).max() < 1e-5
+
+
+def test_least_squares_probe_equals_ridge_and_lstsq():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(80, 5))
+    y = x @ rng.normal(size=5) + 0.3 + 0.1 * rng.normal(size=80)
+    weight, bias = ft.fit_least_squares(torch.tensor(x), torch.tensor(y), 0.05)
+    reference = linear_model.Ridge(alpha=0.05 * 80).fit(x, y)  # Ridge: sum of squares + alpha |w|^2
+    assert np.allclose(weight.numpy(), reference.coef_, atol=1e-8)
+    assert float(bias) == pytest.approx(reference.intercept_)
+    weight, bias = ft.fit_least_squares(torch.tensor(x), torch.tensor(y), 0.0)
+    solution = np.linalg.lstsq(np.c_[x, np.ones(80)], y, rcond=None)[0]
+    assert np.allclose(np.r_[weight.numpy(), float(bias)], solution, atol=1e-8)
+
+# -----------------------------------------------------------------------------
+# the whole pipeline on fixtures in the official layout (issue tests 1 and 2)
+
+
+def reference_scores(task, predictions, labels):
+    """The task's metrics from scikit-learn / scipy, in percent."""
+    predictions, labels = np.asarray(predictions), np.asarray(labels)
+    reference = {'accuracy': lambda: skm.accuracy_score(labels, predictions),
+                 'f1': lambda: skm.f1_score(labels, predictions, zero_division=0),
+                 'mcc': lambda: skm.matthews_corrcoef(labels, predictions),
+                 'pearson': lambda: stats.pearsonr(predictions, labels)[0],
+                 'spearman': lambda: stats.spearmanr(predictions, labels)[0]}
+    return {metric: 100 * reference[metric]() for metric in gt.get_task(task).metrics}
+
+
+def test_every_glue_task_end_to_end_under_torchrun(tmp_path):
+    """Two processes (gloo) share the (checkpoint, task, seed) jobs; rank 0 gathers and writes the table."""
+    ar, _ = make_checkpoint(tmp_path / 'ar.pt', 'ar')
+    dar, _ = make_checkpoint(tmp_path / 'dar.pt', 'dar', seed=1)
+    out = tmp_path / 'out'
+    result = run_script('-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', 'eval_glue.py',
+                        f'--ckpt={ar}', f'--ckpt={dar}', f'--glue_dir={FIXTURES}',
+                        '--tasks=cola,sst2,mrpc,stsb,qqp,mnli,qnli,rte', '--tasks=wnli', '--seeds=(0,1)',
+                        '--save_predictions=True', f'--out_dir={out}', *QUICK)
+    assert result.returncode == 0, result.stderr
+    rows = read_csv(out / 'glue_finetune.csv')
+    runs = json.loads((out / 'glue_finetune.json').read_text())['runs']
+    assert [row['checkpoint'] for row in rows] == [ar, dar] and '| GLUE avg |' in (out / 'glue_finetune.md').read_text()
+    assert sorted((r['ckpt'], r['task'], r['seed']) for r in runs) == \
+        sorted((c, task, seed) for c in (0, 1) for task in gt.TASKS for seed in (0, 1))
+    for c, row in enumerate(rows):
+        assert row['attention'] == 'causal' and row['pooling'] == 'last'
+        main = {}
+        for task, spec in gt.TASKS.items():
+            for split in spec.dev_splits:
+                key = gt.result_key(task, split)
+                labels = [label for _, _, label in gt.read_task(FIXTURES, task, split)]
+                per_seed = []
+                for run in (r for r in runs if r['ckpt'] == c and r['task'] == task):
+                    expected = reference_scores(task, run['predictions'][key], labels)
+                    for metric, value in expected.items():
+                        assert run['results'][key][metric] == pytest.approx(np.nan_to_num(value), abs=1e-6)
+                    per_seed.append(run['results'][key])
+                for metric in spec.metrics:  # the table holds the median over the two seeds
+                    assert float(row[f'{key}_{metric}']) == pytest.approx(np.median([s[metric] for s in per_seed]),
+                                                                          abs=1e-4)
+                main[key] = float(row[f'{key}_{spec.metrics[0]}'])
+        nine = [main[key] for key in gt.GLUE_AVERAGE_KEYS]  # MNLI-m and -mm both count; WNLI does not
+        assert float(row['GLUE_avg']) == pytest.approx(np.mean(nine), abs=1e-3)
+    # a job's numbers do not depend on which process ran it: one process gives the same
+    alone = run_script('eval_glue.py', f'--ckpt={dar}', f'--glue_dir={FIXTURES}', '--tasks=mnli,stsb', '--seeds=1',
+                       f'--out_dir={tmp_path / "alone"}', *QUICK)
+    assert alone.returncode == 0, alone.stderr
+    for run in json.loads((tmp_path / 'alone' / 'glue_finetune.json').read_text())['runs']:
+        twin, = [r for r in runs if (r['ckpt'], r['task'], r['seed']) == (1, run['task'], 1)]
+        assert run['results'] == twin['results']
+
+
+def test_offline_suite_linear_probe(tmp_path):
+    mlm, _ = make_checkpoint(tmp_path / 'mlm.pt', 'mlm')
+    probe = run_script('eval_glue.py', 'config/linprobe_glue_offline.py', f'--ckpt={mlm}',
+                       f'--glue_dir={os.path.join(FIXTURES, "offline")}', '--progress=False',
+                       f'--out_dir={tmp_path / "probe"}')
+    assert probe.returncode == 0, probe.stderr
+    row, = read_csv(tmp_path / 'probe' / 'glue_linprobe.csv')
+    assert row['attention'] == 'bidirectional' and row['pooling'] == 'mean' and row['mode'] == 'linprobe'
+    mains = [float(row[f'{task}_{spec.metrics[0]}']) for task, spec in gt.OFFLINE_TASKS.items()]
+    assert float(row['offline_avg']) == pytest.approx(np.mean(mains), abs=1e-3)
+    assert 'GLUE_avg' not in row
+
+# -----------------------------------------------------------------------------
+# issue test 3: a trivially separable task (one token decides the label) is learnt from a random init
+
+
+def write_keyword_task(folder):
+    rng = random.Random(0)
+    filler = 'the a of and to in is was it for on with as at by from this that an be or are'.split()
+    for split, n in (('train', 200), ('dev', 100)):
+        lines = ['sentence\tlabel']
+        for i in range(n):
+            words = rng.choices(filler, k=rng.randint(4, 12))
+            words.insert(rng.randint(0, len(words)), 'wonderful' if i % 2 else 'dreadful')
+            lines.append(f"{' '.join(words)}\t{i % 2}")
+        os.makedirs(folder / 'SST-2', exist_ok=True)
+        (folder / 'SST-2' / f'{split}.tsv').write_text('\n'.join(lines) + '\n')
+
+
+def test_separable_task_beats_chance(tmp_path):
+    write_keyword_task(tmp_path / 'glue')
+    ar, _ = make_checkpoint(tmp_path / 'ar.pt', 'ar')
+    mlm, _ = make_checkpoint(tmp_path / 'mlm.pt', 'mlm', seed=1)
+    common = [f'--glue_dir={tmp_path / "glue"}', '--tasks=sst2', '--progress=False', f'--out_dir={tmp_path / "out"}']
+    tuned = run_script('eval_glue.py', f'--ckpt={ar}', f'--ckpt={mlm}', *common, '--seeds=0', '--epochs=3',
+                       '--learning_rate=3e-3')
+    probe = run_script('eval_glue.py', f'--ckpt={mlm}', *common, '--mode=linprobe')
+    assert tuned.returncode == 0 and probe.returncode == 0, tuned.stderr + probe.stderr
+    accuracies = [float(row['sst2_accuracy']) for row in read_csv(tmp_path / 'out' / 'glue_finetune.csv')]
+    accuracies += [float(row['sst2_accuracy']) for row in read_csv(tmp_path / 'out' / 'glue_linprobe.csv')]
+    assert len(accuracies) == 3 and min(accuracies) >= 80.0, accuracies  # chance is 50
+
+# -----------------------------------------------------------------------------
+# issue test 4: bad input, one clear line each
+
+
+def run_in_process(monkeypatch, *args):
+    """The script in this process (no second torch import): -> the ValueError it stops with."""
+    monkeypatch.setattr(sys, 'argv', ['eval_glue.py', *args])
+    monkeypatch.setattr(sys, 'excepthook', sys.excepthook)  # one_line_errors replaces it
+    with pytest.raises(ValueError) as excinfo:
+        runpy.run_path(os.path.join(ROOT, 'eval_glue.py'), run_name='__main__')
+    return str(excinfo.value)
+
+
+def test_bad_input_one_line_each(tmp_path, monkeypatch):
+    ar, _ = make_checkpoint(tmp_path / 'ar.pt', 'ar')
+    image, _ = make_checkpoint(tmp_path / 'image.pt', 'mlm', input_kind='patches')
+    good_dev = open(os.path.join(FIXTURES, 'SST-2', 'dev.tsv')).read()
+    for folder, train in (('stray_tab', 'a fine film\t1\na stray\ttab\t0\n'), ('labels', 'a fine film\t1\nthird\t2\n')):
+        (tmp_path / folder / 'SST-2').mkdir(parents=True)
+        (tmp_path / folder / 'SST-2' / 'train.tsv').write_text('sentence\tlabel\n' + train)
+        (tmp_path / folder / 'SST-2' / 'dev.tsv').write_text(good_dev)
+    cases = [
+        ([f'--ckpt={ar}', f'--glue_dir={tmp_path / "stray_tab"}', '--tasks=sst2'],
+         ['train.tsv:3', 'expected 2 tab-separated fields']),
+        ([f'--ckpt={ar}', f'--glue_dir={tmp_path / "labels"}', '--tasks=sst2'], ["label '2' is not one of"]),
+        ([f'--glue_dir={FIXTURES}', '--tasks=rte'], ['--ckpt=']),
+        ([f'--ckpt={image}', f'--glue_dir={FIXTURES}', '--tasks=rte'], ['text checkpoint']),
+        ([f'--ckpt={ar}', f'--glue_dir={FIXTURES}', '--tasks=rte', '--pooling=first'], ['--pooling=last']),
+        ([f'--ckpt={ar}', f'--glue_dir={FIXTURES}', '--tasks=rte', '--mode=probe'], ["'linprobe'"]),
+    ]
+    for args, fragments in cases:
+        message = run_in_process(monkeypatch, *args, '--progress=False', f'--out_dir={tmp_path / "out"}')
+        assert '\n' not in message and all(fragment in message for fragment in fragments), message
+    # as a user sees it: exit code 1 and one line on stderr
+    missing = run_script('eval_glue.py', f'--ckpt={ar}', f'--glue_dir={tmp_path / "empty"}', '--tasks=rte',
+                         f'--out_dir={tmp_path / "out"}')
+    assert missing.returncode == 1, missing.stderr
+    line, = missing.stderr.strip().splitlines()
+    assert line.startswith('eval_glue.py: error: rte: no folder') and 'prepare.py' in line
+    assert not (tmp_path / 'out').exists()  # nothing half-written
