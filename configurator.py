@@ -6,6 +6,10 @@ Config the nanoGPT way, but strict: a script's module globals are its defaults; 
 import os
 import sys
 from ast import literal_eval
+from contextlib import nullcontext
+
+import torch
+import torch.distributed as dist
 
 
 def _coerce(key, value, default):
@@ -58,3 +62,29 @@ def one_line_errors(script):
             sys.exit(1)
         sys.__excepthook__(kind, error, traceback)
     sys.excepthook = hook
+
+
+# -----------------------------------------------------------------------------
+# processes and devices, the same for every script
+
+def setup_processes(device='auto', dtype='auto'):
+    """Join torchrun's process group when RANK is set (nccl on CUDA, gloo on CPU) and pick this process's device.
+    -> (ddp, rank, local_rank, world_size, device, dtype, autocast): bf16 autocast on CUDA, fp32 on CPU."""
+    ddp = 'RANK' in os.environ
+    if device == 'auto':
+        device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    rank, local_rank, world_size = 0, 0, 1
+    if ddp:
+        rank, local_rank, world_size = (int(os.environ[k]) for k in ('RANK', 'LOCAL_RANK', 'WORLD_SIZE'))
+        if device.startswith('cuda'):
+            device = f'cuda:{local_rank}'
+            torch.cuda.set_device(device)
+        dist.init_process_group(backend='nccl' if device.startswith('cuda') else 'gloo')
+    device_type = device.split(':')[0]
+    if dtype == 'auto':
+        dtype = 'bfloat16' if device_type == 'cuda' and torch.cuda.is_bf16_supported() else 'float32'
+    if device_type == 'cuda':
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    autocast = nullcontext() if dtype == 'float32' else torch.autocast(device_type, dtype=getattr(torch, dtype))
+    return ddp, rank, local_rank, world_size, device, dtype, autocast

@@ -15,14 +15,13 @@ import json
 import os
 import sys
 import time
-from contextlib import nullcontext
 
 import numpy as np
 import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from configurator import configure, one_line_errors
+from configurator import configure, one_line_errors, setup_processes
 from data import glue_tasks
 from data.finetune import (Classifier, attention_style, encode_rows, fit_least_squares, fit_logistic, join_pair,
                            length_batches, lr_at, pad_batch, resolve_pooling, standardize, task_loss,
@@ -82,22 +81,8 @@ if epochs < 1 or batch_size < 1 or eval_batch_size < 1:
 
 # -----------------------------------------------------------------------------
 # processes and devices (like train.py)
-ddp = int(os.environ.get('RANK', -1)) != -1
-if device == 'auto':
-    device = 'cuda' if torch.cuda.is_available() else 'cpu'
-if ddp:
-    rank, local_rank, world_size = int(os.environ['RANK']), int(os.environ['LOCAL_RANK']), int(os.environ['WORLD_SIZE'])
-    if device.startswith('cuda'):
-        device = f'cuda:{local_rank}'
-        torch.cuda.set_device(device)
-    dist.init_process_group(backend='nccl' if device.startswith('cuda') else 'gloo')
-else:
-    rank, local_rank, world_size = 0, 0, 1
-master = rank == 0
-device_type = 'cuda' if device.startswith('cuda') else 'cpu'
-if dtype == 'auto':
-    dtype = 'bfloat16' if device_type == 'cuda' and torch.cuda.is_bf16_supported() else 'float32'
-autocast = nullcontext() if dtype == 'float32' else torch.autocast(device_type, dtype=getattr(torch, dtype))
+ddp, rank, local_rank, world_size, device, dtype, autocast = setup_processes(device, dtype)
+master, device_type = rank == 0, device.split(':')[0]
 attn_backend = 'flex' if device_type == 'cuda' else 'sdpa'
 static_shapes = device_type == 'cuda'  # pad every batch to max_len: one compiled kernel, no recompiles
 

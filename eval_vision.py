@@ -26,7 +26,6 @@ import os
 import re
 import sys
 import time
-from contextlib import nullcontext
 
 import numpy as np
 import torch
@@ -35,7 +34,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
-from configurator import configure, one_line_errors
+from configurator import configure, one_line_errors, setup_processes
 from data.images import load_images
 from data.lpips import MIN_SIDE
 from data.vision_eval import (Classifier, accuracy, check_pool, cosine_lr, encode, fill_order, layer_decay_groups,
@@ -85,26 +84,10 @@ TASKS = ('linprobe', 'finetune', 'recon')
 
 # -----------------------------------------------------------------------------
 # processes and devices (as in train.py)
-ddp = int(os.environ.get('RANK', -1)) != -1
-if device == 'auto':
-    device = 'cuda' if torch.cuda.is_available() else 'cpu'
-if ddp:
-    rank, local_rank, world_size = int(os.environ['RANK']), int(os.environ['LOCAL_RANK']), int(os.environ['WORLD_SIZE'])
-    if device.startswith('cuda'):
-        device = f'cuda:{local_rank}'
-        torch.cuda.set_device(device)
-    dist.init_process_group(backend='nccl' if device.startswith('cuda') else 'gloo')
-else:
-    rank, local_rank, world_size = 0, 0, 1
-master = rank == 0
-device_type = 'cuda' if device.startswith('cuda') else 'cpu'
-if dtype == 'auto':
-    dtype = 'bfloat16' if device_type == 'cuda' and torch.cuda.is_bf16_supported() else 'float32'
-autocast = nullcontext() if dtype == 'float32' else torch.autocast(device_type, dtype=getattr(torch, dtype))
+ddp, rank, local_rank, world_size, device, dtype, autocast = setup_processes(device, dtype)
+master, device_type = rank == 0, device.split(':')[0]
 if attn_backend == 'auto':
     attn_backend = 'flex' if device_type == 'cuda' else 'sdpa'
-if device_type == 'cuda':
-    torch.backends.cuda.matmul.allow_tf32 = True
 
 # -----------------------------------------------------------------------------
 # checks: every checkpoint and data set before any work, so a bad one fails in seconds

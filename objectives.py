@@ -14,7 +14,6 @@ positions 1..S-1 plus a *segmentation* of that order into groups; group k is pre
   gvp     random order, fixed / random / mixed-length groups (GVP Sec. 3.2)
 All samplers draw from an explicit torch.Generator, so a batch is a pure function of (x, generator state).
 """
-import math
 
 import torch
 

@@ -16,16 +16,14 @@ import os
 import signal
 import sys
 import time
-from contextlib import nullcontext
 from dataclasses import asdict
 
-import numpy as np
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
-from configurator import configure, one_line_errors
+from configurator import configure, one_line_errors, setup_processes
 from data.plot import line_plot
 from model import ModelConfig, Transformer, model_config_from, open_pairs, patchify, read_checkpoint, save_checkpoint
 from objectives import make_batch, to_device
@@ -92,34 +90,17 @@ config = {k: globals()[k] for k in config_keys}
 
 # -----------------------------------------------------------------------------
 # processes and devices
-ddp = int(os.environ.get('RANK', -1)) != -1
-if device == 'auto':
-    device = 'cuda' if torch.cuda.is_available() else 'cpu'
-if ddp:
-    rank, local_rank, world_size = int(os.environ['RANK']), int(os.environ['LOCAL_RANK']), int(os.environ['WORLD_SIZE'])
-    if device.startswith('cuda'):
-        device = f'cuda:{local_rank}'
-        torch.cuda.set_device(device)
-    dist.init_process_group(backend='nccl' if device.startswith('cuda') else 'gloo')
-else:
-    rank, local_rank, world_size = 0, 0, 1
-master = rank == 0
+ddp, rank, local_rank, world_size, device, dtype, autocast = setup_processes(device, dtype)
+master, device_type = rank == 0, device.split(':')[0]
 if gradient_accumulation_steps % world_size:
     raise ValueError(f"gradient_accumulation_steps={gradient_accumulation_steps} must be a multiple of the "
                      f"{world_size} processes: it counts micro-steps summed over all of them")
 accum = gradient_accumulation_steps // world_size
-device_type = 'cuda' if device.startswith('cuda') else 'cpu'
-if dtype == 'auto':
-    dtype = 'bfloat16' if device_type == 'cuda' and torch.cuda.is_bf16_supported() else 'float32'
-autocast = nullcontext() if dtype == 'float32' else torch.autocast(device_type, dtype=getattr(torch, dtype))
 if attn_backend == 'auto':
     attn_backend = 'flex' if device_type == 'cuda' else 'sdpa'
 if compile == 'auto':
     compile = device_type == 'cuda'
 torch.manual_seed(seed + rank)  # dropout differs per process; data comes from the streams below
-if device_type == 'cuda':
-    torch.backends.cuda.matmul.allow_tf32 = True
-    torch.backends.cudnn.allow_tf32 = True
 
 # -----------------------------------------------------------------------------
 # data: every micro-batch of the global batch has its own stream (generator), so one process with accumulation
@@ -129,7 +110,7 @@ def new_streams():
 
 streams = new_streams()
 if input_kind == 'tokens':
-    from data.text import VOCAB_SIZE, get_batch, load_tokens
+    from data.text import get_batch, load_tokens
     data_dir = dataset if os.sep in dataset else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', dataset)
     splits = {split: load_tokens(data_dir, split) for split in ('train', 'val')}
     for split, tokens in splits.items():
