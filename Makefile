@@ -21,7 +21,7 @@ data: setup
 
 demo: data
 	$(PYTHON) train.py config/ar_shakespeare.py
-	$(PYTHON) eval_ppl.py config/eval_ppl_shakespeare.py --ckpt=out-ar-shakespeare/ckpt_best.pt
+	$(PYTHON) eval_ppl.py config/eval_ppl_shakespeare.py --ckpt=out-ar-shakespeare/ckpt_best.pt --max_tokens=30000
 
 test: setup-test
 	$(PYTHON) -m pytest
