@@ -1,6 +1,6 @@
 """
 Speed and memory of every objective side by side: one training step (forward + backward + AdamW) per variant,
-attention backend and sequence length, all in ONE process so that their ratios are comparable (issue 8).
+attention backend and sequence length, all in ONE process so that their ratios are comparable.
 
 CPU (the default, a 4 x 256 model; SDPA trains, FlexAttention is timed forward-only: it has no CPU backward):
 $ python bench.py --steps=10
@@ -63,7 +63,7 @@ config_keys = [k for k, v in globals().items() if not k.startswith('_') and isin
 configure(globals(), sys.argv[1:])
 config = {k: globals()[k] for k in config_keys}
 
-# the issue's targets (ratios: same run, same device); a target this run cannot measure is reported as such
+# speed targets (ratios: same run, same device); a target this run cannot measure is reported as such
 DAR_OVER_AR_MAX = 1.9          # K/V are shared, so the query stream costs less than a second model
 VM2S_OVER_AR_MAX = 1.15        # content stream over visible tokens only, query stream only at targets
 FLEX_ATTN_SPEEDUP_MIN = 1.7    # GPU: block-sparse dar attention fwd+bwd vs dense-mask SDPA at S = 1024

@@ -142,7 +142,7 @@ def test_least_squares_probe_equals_ridge_and_lstsq():
     assert np.allclose(np.r_[weight.numpy(), float(bias)], solution, atol=1e-8)
 
 # -----------------------------------------------------------------------------
-# the whole pipeline on fixtures in the official layout (issue tests 1 and 2)
+# the whole pipeline on fixtures in the official layout 
 
 
 def reference_scores(task, predictions, labels):
