@@ -2,14 +2,7 @@
 # the same "sane" recipe as config/glue_sane.py: polarity (SST-2-like), hedge (CoLA-like, MCC), plagiarism
 # (a 4-class pair task), lee_sts (STS-B-like regression). The average is over these four main metrics.
 # $ python eval_glue.py config/glue_offline.py --ckpt=out-shakespeare/ckpt_best.pt
-mode = 'finetune'
+exec(open('config/glue_sane.py').read())
 tasks = ('polarity', 'hedge', 'plagiarism', 'lee_sts')
 glue_dir = 'data/glue/offline'
 out_dir = 'out-glue-offline'
-learning_rate = 4e-5
-batch_size = 16
-epochs = 5
-warmup_frac = 0.1
-max_len = 128
-weight_decay = 0.0
-seeds = (0, 1, 2)
