@@ -8,9 +8,9 @@ cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python}
 SEEDS=${SEEDS:-"1337 1338 1339"}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-# one recipe for every arm (no arm is tuned alone): 2 layers x 64, sequences of 64, 300 steps
-TINY="--n_layer=2 --n_head=2 --n_embd=64 --block_size=64 --batch_size=8 --max_iters=300 --lr_decay_iters=300
-      --warmup_iters=30 --learning_rate=3e-3 --eval_interval=300 --eval_iters=4 --progress=False"
+# one recipe for every arm (no arm is tuned alone): 2 layers x 64, sequences of 64, 1500 steps
+TINY="--n_layer=2 --n_head=2 --n_embd=64 --block_size=64 --batch_size=8 --max_iters=1500 --lr_decay_iters=1500
+      --warmup_iters=100 --learning_rate=3e-3 --eval_interval=500 --eval_iters=4 --progress=False"
 
 table7() {
   $PYTHON data/shakespeare/prepare.py >/dev/null
