@@ -376,24 +376,13 @@ def iter_windows(data, block_size, batch_size=None):
 # helpers for the prepare scripts
 
 def parse_overrides(defaults, argv=None):
-    """nanoGPT-style --key=value overrides of a prepare script's defaults (typed like the default)."""
+    """--key=value overrides of a prepare script's defaults, by the same rules as train.py (configurator.py)."""
+    from configurator import configure
     config = dict(defaults)
-    for arg in sys.argv[1:] if argv is None else argv:
-        key, has_value, value = arg.removeprefix("--").partition("=")
-        if not arg.startswith("--") or not has_value:
-            raise SystemExit(f"bad argument {arg!r}: use --key=value with key in {', '.join(config)}")
-        if key not in config:
-            raise SystemExit(f"unknown option --{key}: options are {', '.join('--' + k for k in config)}")
-        default = config[key]
-        try:
-            if isinstance(default, bool):
-                if value.lower() not in ("true", "false", "1", "0"):
-                    raise ValueError(value)
-                config[key] = value.lower() in ("true", "1")
-            else:
-                config[key] = value if default is None else type(default)(value)
-        except ValueError:
-            raise SystemExit(f"--{key}={value}: expected a {type(default).__name__}") from None
+    try:
+        configure(config, sys.argv[1:] if argv is None else argv)
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
     return config
 
 
