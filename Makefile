@@ -2,7 +2,7 @@
 PYTHON ?= python
 PIP = $(PYTHON) -m pip install -q --disable-pip-version-check
 
-.PHONY: setup setup-test data demo test theory images glue-offline clean
+.PHONY: setup setup-test data demo test theory images glue-offline reproduce clean
 
 # torch 2.13.0 only when no torch is present: an unpinned resolve pulls several GB of CUDA packages
 setup:
@@ -37,6 +37,10 @@ images: setup
 
 glue-offline: setup
 	$(PYTHON) data/glue/prepare_offline.py
+
+# every number and plot of the README's reproduction section (about 2 h on 2 CPU cores; see reproduce.sh)
+reproduce: setup
+	PYTHON=$(PYTHON) bash reproduce.sh all
 
 clean:
 	rm -rf out-* out/

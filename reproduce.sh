@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Reproduce the paper's comparisons at CPU scale, with seeds, on the offline corpora. Every number and plot of the
-# README's "Reproduction" section comes from this script: runs go to out/repro/, tables and plots to results/repro/.
+# README's "Reproduction" section comes from this script: runs go to $OUT (default out/repro/), tables and plots
+# to $RES (default results/repro/).
 #   toy      Thm 4.2 toy spectra (exact, seconds)
 #   table7   Table 7 / Fig. 3: mlm 0.15 vs mlm 0.3 vs vm [0.15, 0.3], perplexity in and out of domain
 #   table2   Table 2: ar vs dar t = 2 on the offline sentence suite, linear probe and fine-tune
@@ -14,7 +15,8 @@ cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python}
 SEEDS=${SEEDS:-"1337 1338 1339"}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-OUT=out/repro
+OUT=${OUT:-out/repro}          # runs
+RES=${RES:-results/repro}      # tables and plots
 # one text recipe for every arm (no arm is tuned alone): 2 layers x 64, sequences of 64, 1500 steps of 8
 TINY="--n_layer=2 --n_head=2 --n_embd=64 --block_size=64 --batch_size=8 --max_iters=1500 --lr_decay_iters=1500
       --warmup_iters=100 --learning_rate=3e-3 --eval_interval=500 --eval_iters=4 --progress=False"
@@ -111,7 +113,7 @@ vision() {
 }
 
 summary() {  # every table: mean ± sample std over pretraining seeds; dar - ar etc. as paired differences
-  $PYTHON - $OUT results/repro "$SEEDS" <<'PY'
+  $PYTHON - $OUT $RES "$SEEDS" <<'PY'
 import csv, glob, json, os, shutil, sys
 import numpy as np
 from data.plot import line_plot
