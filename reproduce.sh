@@ -4,11 +4,12 @@
 # to $RES (default results/repro/).
 #   toy      Thm 4.2 toy spectra (exact, seconds)
 #   table7   Table 7 / Fig. 3: mlm 0.15 vs mlm 0.3 vs vm [0.15, 0.3], perplexity in and out of domain
+#            (bash reproduce.sh table7 5000: the same with 5000 steps, the README's longer budget)
 #   table2   Table 2: ar vs dar t = 2 on the offline sentence suite, linear probe and fine-tune
 #   fig2     Fig. 2: connectivity of an ar and an mlm 0.15 model (the table2 / table7 checkpoints)
 #   vision   Tables 3, 8, 9 on Fashion-MNIST: ar vs dar t = 2..4 (probe, fine-tune); mae 0.75 / 0.5 / vm (recon)
 #   summary  the tables (mean ± std over seeds, paired differences) and plots, from whatever has been run
-# Usage: bash reproduce.sh [toy|table7|table2|fig2|vision|summary|all]. A finished run is skipped, so an
+# Usage: bash reproduce.sh [toy|table7 [steps]|table2|fig2|vision|summary|all]. A finished run is skipped, so an
 # interrupted reproduce.sh picks up where it stopped. Two jobs at a time (the development machine has 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -32,50 +33,76 @@ toy() {
   $PYTHON theory.py tails --r 2 --s 6 --T 2 --out_dir $OUT/toy
 }
 
-table7() {
+two_at_a_time() {  # run the given command lines two at a time (one per core); fail if any of them fails
+  local pids=() cmd pid failed=0
+  for cmd in "$@"; do
+    eval "$cmd" & pids+=($!)
+    if [ ${#pids[@]} = 2 ]; then
+      for pid in "${pids[@]}"; do wait $pid || failed=1; done
+      pids=()
+    fi
+  done
+  for pid in "${pids[@]}"; do wait $pid || failed=1; done
+  [ $failed = 0 ] || { echo "reproduce.sh: a run failed: rerun it alone to see its error" >&2; return 1; }
+}
+
+table7() {  # table7 [steps]: the 1500-step runs go to $OUT/table7, any other budget to $OUT/table7-<steps>
+  local steps=${1:-1500} dir=$OUT/table7 runs=() seed arm data
+  [ "$steps" = 1500 ] || dir=$OUT/table7-$steps
   $PYTHON data/shakespeare/prepare.py >/dev/null
   $PYTHON data/wikipedia/prepare.py >/dev/null
   for seed in $SEEDS; do
-    train $OUT/table7/mlm15-$seed config/mlm15_shakespeare.py $TINY --seed=$seed &
-    train $OUT/table7/mlm30-$seed config/mlm30_shakespeare.py $TINY --seed=$seed; wait
-    train $OUT/table7/vm-$seed config/vm_shakespeare.py $TINY --seed=$seed
-    for data in shakespeare wikipedia; do
-      $PYTHON eval_ppl.py config/eval_ppl_$data.py --max_tokens=6000 --progress=False \
-        --out_dir=$OUT/table7/ppl-$data-$seed --ckpt=$OUT/table7/mlm15-$seed/ckpt_best.pt \
-        --ckpt=$OUT/table7/mlm30-$seed/ckpt_best.pt --ckpt=$OUT/table7/vm-$seed/ckpt_best.pt >/dev/null &
+    for arm in mlm15 mlm30 vm; do
+      runs+=("train $dir/$arm-$seed config/${arm}_shakespeare.py $TINY --max_iters=$steps --lr_decay_iters=$steps \
+              --eval_interval=$((steps / 3)) --seed=$seed")
     done
-    wait
   done
+  two_at_a_time "${runs[@]}"
+  runs=()
+  for seed in $SEEDS; do
+    for data in shakespeare wikipedia; do
+      [ -f $dir/ppl-$data-$seed/summary.json ] ||
+        runs+=("$PYTHON eval_ppl.py config/eval_ppl_$data.py --max_tokens=6000 --progress=False \
+                --out_dir=$dir/ppl-$data-$seed --ckpt=$dir/mlm15-$seed/ckpt_best.pt \
+                --ckpt=$dir/mlm30-$seed/ckpt_best.pt --ckpt=$dir/vm-$seed/ckpt_best.pt >/dev/null")
+    done
+  done
+  two_at_a_time "${runs[@]}"
 }
 
 table2() {
   $PYTHON data/shakespeare/prepare.py >/dev/null
   $PYTHON data/glue/prepare_offline.py >/dev/null
+  local runs=() seed arm ar="" dar=""
   for seed in $SEEDS; do
-    train $OUT/text/ar-$seed config/ar_shakespeare.py $TINY --seed=$seed &
-    train $OUT/text/dar-$seed config/dar_shakespeare.py $TINY --seed=$seed; wait
-  done
-  local ar="" dar=""
-  for seed in $SEEDS; do
+    for arm in ar dar; do
+      runs+=("train $OUT/text/$arm-$seed config/${arm}_shakespeare.py $TINY --seed=$seed")
+    done
     ar="$ar --ckpt=$OUT/text/ar-$seed/ckpt_best.pt"; dar="$dar --ckpt=$OUT/text/dar-$seed/ckpt_best.pt"
   done
-  $PYTHON eval_glue.py config/linprobe_glue_offline.py $ar $dar --progress=False --out_dir=$OUT/text/linprobe >/dev/null
+  two_at_a_time "${runs[@]}"
   # fine-tuning: the committed recipe except 2 epochs (CPU time) and lr 1e-3 (Cramming's 4e-5 is for a 110M
   # model; it barely moves a 2 x 64 one), one fine-tuning seed per pretraining seed; both arms alike
+  runs=()
+  [ -f $OUT/text/linprobe/glue_linprobe.json ] ||
+    runs+=("$PYTHON eval_glue.py config/linprobe_glue_offline.py $ar $dar --progress=False \
+            --out_dir=$OUT/text/linprobe >/dev/null")
   for arm in ar dar; do
     [ $arm = ar ] && ckpts=$ar || ckpts=$dar
-    $PYTHON eval_glue.py config/glue_offline.py $ckpts --epochs=2 --learning_rate=1e-3 --seeds=0 --progress=False \
-      --out_dir=$OUT/text/finetune-$arm >/dev/null &
+    [ -f $OUT/text/finetune-$arm/glue_finetune.json ] ||
+      runs+=("$PYTHON eval_glue.py config/glue_offline.py $ckpts --epochs=2 --learning_rate=1e-3 --seeds=0 \
+              --progress=False --out_dir=$OUT/text/finetune-$arm >/dev/null")
   done
-  wait
+  two_at_a_time "${runs[@]}"
 }
 
 fig2() {  # 8000 held-out windows, top 1e5 pairs (App. B.2); the table2 ar and table7 mlm 0.15 checkpoints
+  local runs=() seed
   for seed in $SEEDS; do
-    $PYTHON theory.py connectivity --ckpt $OUT/text/ar-$seed/ckpt_best.pt $OUT/table7/mlm15-$seed/ckpt_best.pt \
-      --data_dir data/shakespeare --out_dir $OUT/fig2/$seed >/dev/null &
+    runs+=("$PYTHON theory.py connectivity --ckpt $OUT/text/ar-$seed/ckpt_best.pt \
+            $OUT/table7/mlm15-$seed/ckpt_best.pt --data_dir data/shakespeare --out_dir $OUT/fig2/$seed >/dev/null")
   done
-  wait
+  two_at_a_time "${runs[@]}"
 }
 
 # Fashion-MNIST: config/<arm>_fmnist.py as committed (4 x 128 ViT, 7 x 7 patches, 1000 steps)
@@ -85,31 +112,30 @@ vision_config() {  # arm -> config file and overrides (dar t = 2..4 share config
 }
 vision() {
   $PYTHON data/fmnist/prepare.py >/dev/null
-  local jobs=0
+  local runs=() seed arm pair
   for seed in $SEEDS; do
-    for arm in $VISION_ARMS; do  # two runs at a time on the two cores
-      train $OUT/vision/$arm-$seed $(vision_config $arm) --seed=$seed --progress=False &
-      jobs=$((jobs + 1)); [ $((jobs % 2)) = 0 ] && wait
+    for arm in $VISION_ARMS; do
+      runs+=("train $OUT/vision/$arm-$seed $(vision_config $arm) --seed=$seed --progress=False")
     done
   done
-  wait
+  two_at_a_time "${runs[@]}"
+  runs=()
   for seed in $SEEDS; do
     local ckpt="--ckpt=$OUT/vision/%s-$seed/ckpt_best.pt" common="--progress=False --seed=$seed"
     [ -f $OUT/vision/eval-$seed/linprobe.csv ] ||
-      $PYTHON eval_vision.py config/linprobe_fmnist.py $(printf -- "$ckpt " ar dar2 dar3 dar4) $common \
-        --out_dir=$OUT/vision/eval-$seed >/dev/null &
+      runs+=("$PYTHON eval_vision.py config/linprobe_fmnist.py $(printf -- "$ckpt " ar dar2 dar3 dar4) $common \
+              --out_dir=$OUT/vision/eval-$seed >/dev/null")
     [ -f $OUT/vision/eval-$seed/recon.csv ] ||
-      $PYTHON eval_vision.py config/recon_fmnist.py $(printf -- "$ckpt " mae75 mae50 vm) $common \
-        --out_dir=$OUT/vision/eval-$seed >/dev/null
-    wait
+      runs+=("$PYTHON eval_vision.py config/recon_fmnist.py $(printf -- "$ckpt " mae75 mae50 vm) $common \
+              --out_dir=$OUT/vision/eval-$seed >/dev/null")
     # fine-tuning on a 15000-image subset (CPU time), the same subset and recipe for every arm
     for pair in "ar dar2" "dar3 dar4"; do
       [ -f $OUT/vision/ft-${pair/ /-}-$seed/finetune.csv ] ||
-        $PYTHON eval_vision.py config/finetune_fmnist.py $(printf -- "$ckpt " $pair) $common --train_subset=15000 \
-          --out_dir=$OUT/vision/ft-${pair/ /-}-$seed >/dev/null &
+        runs+=("$PYTHON eval_vision.py config/finetune_fmnist.py $(printf -- "$ckpt " $pair) $common \
+                --train_subset=15000 --out_dir=$OUT/vision/ft-${pair/ /-}-$seed >/dev/null")
     done
-    wait
   done
+  two_at_a_time "${runs[@]}"
 }
 
 summary() {  # every table: mean ± sample std over pretraining seeds; dar - ar etc. as paired differences
@@ -147,11 +173,15 @@ if os.path.exists(f'{out}/toy/toy_tails_r2_s6_T2.csv'):
     tails = {r['objective']: float(r['sum_sigma4_beyond_r']) for r in csv.DictReader(open(f'{out}/toy/toy_tails_r2_s6_T2.csv'))}
     shutil.copy(f'{out}/toy/toy_spectra_r2_s6_T2.png', res); shutil.copy(f'{out}/toy/toy_spectra_r2_s6_T2.csv', res)
 
-# Table 7 / Fig. 3
-if all(os.path.exists(f'{out}/table7/ppl-{d}-{s}/summary.json') for d in ('shakespeare', 'wikipedia') for s in seeds):
+# Table 7 / Fig. 3, one table per training budget that has been run
+for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
+    suffix = run_dir.split('table7')[-1]
+    steps = suffix.lstrip('-') or '1500'
+    if not all(os.path.exists(f'{run_dir}/ppl-{d}-{s}/summary.json') for d in ('shakespeare', 'wikipedia') for s in seeds):
+        continue
     rows, ppl7 = [], {}
     for data in ('shakespeare', 'wikipedia'):
-        runs = [json.load(open(f'{out}/table7/ppl-{data}-{s}/summary.json'))['checkpoints'] for s in seeds]
+        runs = [json.load(open(f'{run_dir}/ppl-{data}-{s}/summary.json'))['checkpoints'] for s in seeds]
         curves = {}
         for i, c in enumerate(runs[0]):
             name = seed_of(os.path.dirname(c['name']) or c['name'])[0]
@@ -161,10 +191,13 @@ if all(os.path.exists(f'{out}/table7/ppl-{d}-{s}/summary.json') for d in ('shake
             rows.append(f"| {data} | {name} | {ms(ppl7[data, name], '.1f')} | {ms(short, '.1f')} |")
             ks = [b['k_first'] + 1 for b in c['buckets']]
             curves[name] = (ks, [float(np.mean([run[i]['buckets'][j]['ppl'] for run in runs])) for j in range(len(ks))])
-        line_plot(f'{res}/fig3_ppl_by_k_{data}.png', curves, title=f'Fig. 3: ppl by conditioning length, {data} '
-                  f'(mean of {len(seeds)} seeds)', xlabel='k+1 (bucket start)', ylabel='ppl', logx=True, logy=True)
-    table("Table 7 / Fig. 3: perplexity of masked models", ["data", "model", "ppl", "ppl at k < 8"], rows)
-    table("Table 7: paired differences (paper: vm below both fixed ratios)", ["difference", "ppl", "paper's way?"],
+        line_plot(f'{res}/fig3_ppl_by_k_{data}{suffix}.png', curves, title=f'Fig. 3: ppl by conditioning length, '
+                  f'{data}, {steps} steps (mean of {len(seeds)} seeds)', xlabel='k+1 (bucket start)', ylabel='ppl',
+                  logx=True, logy=True)
+    table(f"Table 7 / Fig. 3: perplexity of masked models, {steps} steps", ["data", "model", "ppl", "ppl at k < 8"],
+          rows)
+    table(f"Table 7, {steps} steps: paired differences (paper: vm below both fixed ratios)",
+          ["difference", "ppl", "paper's way?"],
           [diff_row(f"{d}: vm - {m}", ppl7[d, m], ppl7[d, 'vm'], -1, '.1f')
            for d in ('shakespeare', 'wikipedia') for m in ('mlm15', 'mlm30')])
 
@@ -266,7 +299,8 @@ PY
 }
 
 case "${1:-all}" in
-  toy|table7|table2|fig2|vision|summary) $1 ;;
-  all) toy; table7; table2; fig2; vision; summary ;;
-  *) echo "usage: bash reproduce.sh [toy|table7|table2|fig2|vision|summary|all]" >&2; exit 2 ;;
+  toy|table2|fig2|vision|summary) $1 ;;
+  table7) table7 "${2:-1500}" ;;
+  all) toy; table7; table7 5000; table2; fig2; vision; summary ;;
+  *) echo "usage: bash reproduce.sh [toy|table7 [steps]|table2|fig2|vision|summary|all]" >&2; exit 2 ;;
 esac
