@@ -1,6 +1,7 @@
 """reproduce.sh: the shell is well formed, and its summary turns per-seed results into mean ± std and the right
 verdict on each paired difference (the README's reproduction tables are written by exactly this code)."""
 import csv
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -64,3 +65,28 @@ def test_vision_tables_mean_std_and_verdicts(tmp_path, dar_gain, expected):
     assert row(tables, 'vm - mae75').count('(yes)') == 2          # L2 and LPIPS both lower on every seed
     assert '(no)' in row(tables, 'vm - mae50')                     # L2 higher on average
     assert (res / 'table9_acc_by_t.png').exists() and (res / 'table9_acc_by_t.csv').exists()
+
+
+def test_every_run_gets_the_whole_recipe(tmp_path):
+    """Each training and evaluation command is assembled in one piece (a stray newline once cut the recipe in half:
+    the runs trained without their learning rate and seed), with its seed, once per arm and seed."""
+    log, fake = tmp_path / 'calls.log', tmp_path / 'python'
+    fake.write_text(f'#!/bin/bash\necho "$@" >> {log}\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, OUT=str(tmp_path / 'out'), RES=str(tmp_path / 'res'), SEEDS='7 8', PYTHON=str(fake))
+    for section in (['table7', '40'], ['table2'], ['fig2'], ['vision']):
+        result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), *section], env=env, capture_output=True, text=True)
+        assert result.returncode == 0 and result.stderr == '', (section, result.stderr)
+    calls = log.read_text().splitlines()
+    train = [c.split() for c in calls if c.startswith('train.py')]
+    assert len(train) == 2 * (3 + 2 + 7)  # seeds x (table7 arms + table2 arms + vision arms)
+    for args in train:
+        seeds = [a for a in args if a.startswith('--seed=')]
+        assert len(seeds) == 1 and seeds[0][7:] in args[-1], args  # the out_dir names the seed
+    for args in (a for a in train if 'shakespeare' in a[1]):
+        assert {'--learning_rate=3e-3', '--warmup_iters=100', '--eval_iters=4', '--progress=False'} <= set(args)
+    assert sum('--max_iters=40' in args for args in train) == 6
+    assert sum(c.startswith('eval_ppl.py') for c in calls) == 2 * 2
+    assert sum(c.startswith('eval_glue.py') for c in calls) == 3
+    assert sum(c.startswith('eval_vision.py') for c in calls) == 2 * 4
+    assert sum(c.startswith('theory.py connectivity') for c in calls) == 2
