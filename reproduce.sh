@@ -99,8 +99,13 @@ table2() {
 fig2() {  # 8000 held-out windows, top 1e5 pairs (App. B.2); the table2 ar and table7 mlm 0.15 checkpoints
   local runs=() seed
   for seed in $SEEDS; do
-    runs+=("$PYTHON theory.py connectivity --ckpt $OUT/text/ar-$seed/ckpt_best.pt \
-            $OUT/table7/mlm15-$seed/ckpt_best.pt --data_dir data/shakespeare --out_dir $OUT/fig2/$seed >/dev/null")
+    # raw: App. B.2's inner products; cosine: the same with the feature norm taken out
+    for variant in raw cosine; do
+      local flag="" dir=fig2
+      if [ $variant = cosine ]; then flag=--cosine; dir=fig2-cosine; fi
+      runs+=("$PYTHON theory.py connectivity --ckpt $OUT/text/ar-$seed/ckpt_best.pt \
+              $OUT/table7/mlm15-$seed/ckpt_best.pt --data_dir data/shakespeare $flag --out_dir $OUT/$dir/$seed >/dev/null")
+    done
   done
   two_at_a_time "${runs[@]}"
 }
@@ -224,26 +229,28 @@ for mode, files in (('linprobe', [f'{out}/text/linprobe/glue_linprobe.json']),
     table(f"Table 2: ar vs dar t = 2 on the offline suite, {mode}",
           ["model"] + [f"{t} ({m})" for t, m in tasks] + ["average"], rows)
 
-# Fig. 2: connectivity (top pairwise inner products of pooled features)
-conn = {}
-for seed in seeds:
-    path = f'{out}/fig2/{seed}/connectivity.csv'
-    if os.path.exists(path):
-        for r in csv.DictReader(open(path)):
-            model = 'ar' if ' ar ' in r['series'] else 'mlm15'
-            conn.setdefault(model, {}).setdefault(seed, []).append(float(r['inner product']))
-if conn and all(len(v) == len(seeds) for v in conn.values()):
+# Fig. 2: connectivity (top pairwise inner products of pooled features), raw and cosine
+for scale, suffix in (('raw inner products (App. B.2)', ''), ('cosine similarities', '-cosine')):
+    conn = {}
+    for seed in seeds:
+        path = f'{out}/fig2{suffix}/{seed}/connectivity.csv'
+        if os.path.exists(path):
+            for r in csv.DictReader(open(path)):
+                model = 'ar' if ' ar ' in r['series'] else 'mlm15'
+                conn.setdefault(model, {}).setdefault(seed, []).append(float(r['inner product']))
+    if not conn or not all(len(v) == len(seeds) for v in conn.values()):
+        continue
     curves, rows = {}, []
     for model, by_seed in conn.items():
         top = np.array([by_seed[s] for s in seeds])
         ranks = np.unique(np.geomspace(1, top.shape[1], 300).astype(int))  # log-spaced: a small CSV
         curves[model] = (ranks, top.mean(axis=0)[ranks - 1])
         rows.append(f"| {model} | {ms(top[:, 0], '.3g')} | {ms(top[:, 99], '.3g')} | {ms(top[:, -1], '.3g')} |")
-    line_plot(f'{res}/fig2_connectivity.png', curves, title=f'Fig. 2: top pairwise inner products of pooled '
-              f'features (mean of {len(seeds)} seeds)', xlabel='pair rank', ylabel='inner product', logx=True)
+    line_plot(f'{res}/fig2_connectivity{suffix}.png', curves, title=f'Fig. 2: top pairs of pooled features, {scale} '
+              f'(mean of {len(seeds)} seeds)', xlabel='pair rank', ylabel='inner product', logx=True)
     ratio = np.array([conn['mlm15'][s][-1] / conn['ar'][s][-1] for s in seeds])
     rows.append(f"| mlm15 / ar at the last kept rank | | | {ms(ratio, '.3g')} ({verdict(ratio - 1, 1)}) |")
-    table("Fig. 2: connectivity, ar vs mlm 0.15 (paper: mlm's curve above ar's)",
+    table(f"Fig. 2: connectivity, {scale}, ar vs mlm 0.15 (paper: mlm's curve above ar's)",
           ["model", "top-1 pair", "100th pair", f"{top.shape[1]}th pair"], rows)
 
 # Tables 3, 9 (linear probe, fine-tune) and 8 (reconstruction) on Fashion-MNIST

@@ -89,4 +89,8 @@ def test_every_run_gets_the_whole_recipe(tmp_path):
     assert sum(c.startswith('eval_ppl.py') for c in calls) == 2 * 2
     assert sum(c.startswith('eval_glue.py') for c in calls) == 3
     assert sum(c.startswith('eval_vision.py') for c in calls) == 2 * 4
-    assert sum(c.startswith('theory.py connectivity') for c in calls) == 2
+    connectivity = [c.split() for c in calls if c.startswith('theory.py connectivity')]
+    assert len(connectivity) == 2 * 2  # raw and cosine, per seed
+    for args in connectivity:  # two checkpoints, the data, the flag only for the cosine run, one out_dir
+        assert len(args) == (10 if '--cosine' in args else 9) and args[-1].endswith(('fig2/7', 'fig2/8', 'cosine/7',
+                                                                                     'cosine/8')), args
