@@ -38,7 +38,7 @@ images: setup
 glue-offline: setup
 	$(PYTHON) data/glue/prepare_offline.py
 
-# every number and plot of the README's reproduction section (about 2 h on 2 CPU cores; see reproduce.sh)
+# every number and plot of the README's reproduction section (about 2.5 h on 2 CPU cores; see reproduce.sh)
 reproduce: setup
 	PYTHON=$(PYTHON) bash reproduce.sh all
 
