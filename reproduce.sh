@@ -162,8 +162,12 @@ def verdict(diffs, sign):  # sign = +1 when the paper says the difference should
     diffs = sign * np.asarray(diffs, float)
     return 'no' if diffs.mean() <= 0 else 'yes' if (diffs > 0).all() else 'weak'
 
+def diff_cell(base, other, sign, fmt='.2f'):  # other - base, paired by seed, with its verdict
+    diffs = np.subtract(other, base)
+    return f"{ms(diffs, fmt)} ({verdict(diffs, sign)})"
+
 def diff_row(label, base, other, sign, fmt='.2f'):
-    diffs = np.asarray(other, float) - np.asarray(base, float)
+    diffs = np.subtract(other, base)
     return f"| {label} | {ms(diffs, fmt)} | {verdict(diffs, sign)} |"
 
 def table(title, header, rows):
@@ -223,9 +227,7 @@ for mode, files in (('linprobe', [f'{out}/text/linprobe/glue_linprobe.json']),
     cols = [t for t, _ in tasks] + ['avg']
     vals = {k: [v[s] for s in seeds] for k, v in scores.items()}
     rows = [f"| {arm} | " + ' | '.join(ms(vals[arm, t], '.1f') for t in cols) + ' |' for arm in ('ar', 'dar')]
-    rows.append("| dar - ar | " + ' | '.join(f"{ms(np.subtract(vals['dar', t], vals['ar', t]), '.1f')} "
-                                            f"({verdict(np.subtract(vals['dar', t], vals['ar', t]), 1)})"
-                                            for t in cols) + ' |')
+    rows.append("| dar - ar | " + ' | '.join(diff_cell(vals['ar', t], vals['dar', t], 1, '.1f') for t in cols) + ' |')
     table(f"Table 2: ar vs dar t = 2 on the offline suite, {mode}",
           ["model"] + [f"{t} ({m})" for t, m in tasks] + ["average"], rows)
 
@@ -264,12 +266,12 @@ def vision_scores(pattern, key):
 probe = vision_scores(f'{out}/vision/eval-*/linprobe.csv', 'val_acc')
 tune = vision_scores(f'{out}/vision/ft-*/finetune.csv', 'val_acc')
 arms = ['ar', 'dar2', 'dar3', 'dar4']
+p = f = None  # per-arm accuracies over seeds, once every seed has been evaluated
 if all(len(probe.get(a, {})) == len(seeds) and len(tune.get(a, {})) == len(seeds) for a in arms):
     p = {a: [probe[a][s] for s in seeds] for a in arms}
     f = {a: [tune[a][s] for s in seeds] for a in arms}
     rows = [f"| {a} | {ms(p[a])} | {ms(f[a])} | " + ('(baseline) | (baseline)' if a == 'ar' else
-            f"{ms(np.subtract(p[a], p['ar']))} ({verdict(np.subtract(p[a], p['ar']), 1)}) | "
-            f"{ms(np.subtract(f[a], f['ar']))} ({verdict(np.subtract(f[a], f['ar']), 1)})") + ' |' for a in arms]
+            f"{diff_cell(p['ar'], p[a], 1)} | {diff_cell(f['ar'], f[a], 1)}") + ' |' for a in arms]
     table("Tables 3 and 9: ar vs dar t = 2..4 on Fashion-MNIST (top-1 %, paper: dar above ar)",
           ["model", "linear probe", "fine-tune", "probe: minus ar", "fine-tune: minus ar"], rows)
     ts = [1, 2, 3, 4]
@@ -286,8 +288,8 @@ if all(len(l2.get(a, {})) == len(seeds) for a in marms):
     P = {a: [lp[a][s] for s in seeds] for a in marms}
     rows = [f"| {a} | {ms(L[a], '.4f')} | {ms(P[a], '.4f')} |" for a in marms]
     rows.append(f"| mean-fill baseline | {ms([base['vm'][s] for s in seeds], '.4f')} | |")
-    rows += [f"| vm - {m} | {ms(np.subtract(L['vm'], L[m]), '.4f')} ({verdict(np.subtract(L['vm'], L[m]), -1)}) | "
-             f"{ms(np.subtract(P['vm'], P[m]), '.4f')} ({verdict(np.subtract(P['vm'], P[m]), -1)}) |" for m in marms[:2]]
+    rows += [f"| vm - {m} | {diff_cell(L[m], L['vm'], -1, '.4f')} | {diff_cell(P[m], P['vm'], -1, '.4f')} |"
+             for m in marms[:2]]
     table("Table 8: reconstruction of 25% masked patches (lower is better; paper: vm lowest)",
           ["model", "pixel L2", "ST-LPIPS"], rows)
     for path in glob.glob(f'{out}/vision/eval-{seeds[0]}/recon_*.png'):
@@ -295,9 +297,9 @@ if all(len(l2.get(a, {})) == len(seeds) for a in marms):
 
 # the theorem's currency next to the trained models
 if tails:
-    rows = [f"| ar (dar t = 1) | {tails['ar']:.3f} | " + (f"{ms(p['ar'])} / {ms(f['ar'])}" if probe else '') + ' |']
-    rows += [f"| dar t = {t} | {tails[f'dar t={t}']:.3f} | " + (f"{ms(p[f'dar{t}'])} / {ms(f[f'dar{t}'])}"
-             if probe else '') + ' |' for t in (2, 3, 4)]
+    rows = [f"| {label} | {tails[key]:.3f} | " + (f"{ms(p[arm])} / {ms(f[arm])}" if p else '') + ' |'
+            for label, key, arm in [('ar (dar t = 1)', 'ar', 'ar')] +
+            [(f'dar t = {t}', f'dar t={t}', f'dar{t}') for t in (2, 3, 4)]]
     table("Toy spectra (Thm 4.2, r = 2, s = 6, T = 2) next to the trained models: smaller tail = better connected",
           ["objective", "Σ_{j>r} σ_j⁴ (exact)", "Fashion-MNIST probe / fine-tune"], rows)
 open(f'{res}/tables.md', 'w').write('\n'.join(md))
