@@ -20,7 +20,7 @@ data: setup
 	$(PYTHON) data/wikipedia/prepare.py
 
 demo: data
-	$(PYTHON) train.py config/ar_shakespeare.py
+	$(PYTHON) train.py config/ar_shakespeare.py --overwrite=True  # make demo again replaces its own run
 	$(PYTHON) eval_ppl.py config/eval_ppl_shakespeare.py --ckpt=out-ar-shakespeare/ckpt_best.pt --max_tokens=30000
 
 test: setup-test

@@ -142,7 +142,7 @@ def fixed_batch(variant, S, B):
     generator = torch.Generator().manual_seed(seed + S)
     x = torch.randint(0, BOS, (B, S), generator=generator)
     x[:, 0] = BOS
-    return make_batch(x=x, generator=generator, vocab_size=VOCAB_SIZE, **VARIANTS[variant])
+    return make_batch(x=x, generator=generator, ordinary_tokens=BOS, **VARIANTS[variant])
 
 def step_flops(model, batch):
     """Forward+backward FLOPs of the batch, attention counted by the mask's open pairs (SPEC §5), not as dense.

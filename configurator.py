@@ -4,7 +4,10 @@ Config the nanoGPT way, but strict: a script's module globals are its defaults; 
     python train.py config/vm_shakespeare.py --batch_size=32 --mask_ratio=(0.15,0.3)
 """
 import os
+import re
+import signal
 import sys
+import threading
 from ast import literal_eval
 from contextlib import nullcontext
 
@@ -13,16 +16,44 @@ import torch.distributed as dist
 
 
 def _coerce(key, value, default):
-    """Same type as the default (an int may stand for a float, a list for a tuple); None defaults take anything."""
+    """Same type as the default (an int may stand for a float, a list for a tuple); None defaults take anything, and
+    'auto' defaults take any string or bool (--compile=False, --device=cuda:1): the script checks the value."""
     if isinstance(value, list):
         value = tuple(value)
-    if default is None or value is None:
+    if default is None or value is None or (default == 'auto' and isinstance(value, (str, bool))):
         return value
     if isinstance(default, float) and type(value) is int:
         return float(value)
     if type(value) is not type(default):
         raise ValueError(f"config key {key!r} must be {type(default).__name__}, got {value!r}")
     return value
+
+
+def parse_value(raw):
+    """A Python literal, else a bare string (--dataset=shakespeare); a bracketed list of bare words is a tuple of
+    strings (--tasks=(cola,rte) -> ('cola', 'rte'))."""
+    try:
+        return literal_eval(raw)
+    except (SyntaxError, ValueError):
+        pass
+    if len(raw) >= 2 and raw[0] + raw[-1] in ('()', '[]'):
+        return tuple(parse_value(item.strip()) for item in raw[1:-1].split(',') if item.strip())
+    return raw
+
+
+def check_ranges(config, ranges):
+    """ranges: {key: interval} with intervals written as in maths, '[1, inf)', '(0, 1)', '[0, 1]'. A value outside
+    stops with one line naming the key and its range; None (the script picks) passes; tuples are checked item by item."""
+    for key, interval in ranges.items():
+        low, high = (float(bound) for bound in interval[1:-1].split(','))
+        values = config[key] if isinstance(config[key], tuple) else (config[key],)
+        for value in values:
+            if value is None:
+                continue
+            inside = (low < value if interval[0] == '(' else low <= value) and \
+                (value < high if interval[-1] == ')' else value <= high)
+            if not inside:
+                raise ValueError(f"config key {key!r} must lie in {interval}, got {config[key]!r}")
 
 
 def configure(config, argv):
@@ -40,10 +71,7 @@ def configure(config, argv):
             key, sep, raw = arg[2:].partition('=')
             if not sep:
                 raise ValueError(f"override {arg!r} must look like --key=value")
-            try:
-                value = literal_eval(raw)
-            except (SyntaxError, ValueError):
-                value = raw  # a bare string such as --dataset=shakespeare
+            value = parse_value(raw)
             if isinstance(config.get(key), tuple) and not isinstance(value, (tuple, list)):
                 collected[key] = collected.get(key, ()) + (value,)
                 value = collected[key]
@@ -67,9 +95,20 @@ def one_line_errors(script):
 # -----------------------------------------------------------------------------
 # processes and devices, the same for every script
 
+DTYPES = ('auto', 'float32', 'bfloat16', 'float16')
+
+
 def setup_processes(device='auto', dtype='auto'):
     """Join torchrun's process group when RANK is set (nccl on CUDA, gloo on CPU) and pick this process's device.
     -> (ddp, rank, local_rank, world_size, device, dtype, autocast): bf16 autocast on CUDA, fp32 on CPU."""
+    if not (isinstance(device, str) and re.fullmatch(r'auto|cpu|mps|cuda(:\d+)?', device)):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps', got {device!r}")
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(map(repr, DTYPES))}, got {dtype!r}")
+    if device.startswith('cuda') and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} but this torch sees no CUDA GPU: use --device=cpu (or auto)")
+    if device == 'mps' and not torch.backends.mps.is_available():
+        raise ValueError("device='mps' but this machine has no Apple GPU: use --device=cpu (or auto)")
     ddp = 'RANK' in os.environ
     if device == 'auto':
         device = 'cuda' if torch.cuda.is_available() else 'cpu'
@@ -88,3 +127,66 @@ def setup_processes(device='auto', dtype='auto'):
         torch.backends.cudnn.allow_tf32 = True
     autocast = nullcontext() if dtype == 'float32' else torch.autocast(device_type, dtype=getattr(torch, dtype))
     return ddp, rank, local_rank, world_size, device, dtype, autocast
+
+
+def pick_attn_backend(attn_backend, device):
+    """'auto' -> flex on CUDA (block-sparse, compiled), sdpa with a dense mask elsewhere (flex has no CPU backward)."""
+    if attn_backend not in ('auto', 'sdpa', 'flex'):
+        raise ValueError(f"attn_backend must be 'auto', 'sdpa' or 'flex', got {attn_backend!r}")
+    if attn_backend == 'auto':
+        return 'flex' if device.startswith('cuda') else 'sdpa'
+    return attn_backend
+
+
+def pick_compile(compile, device):
+    """'auto' -> torch.compile on CUDA only; True / False as given (True on CPU compiles with inductor)."""
+    if compile not in ('auto', True, False) or isinstance(compile, int) and not isinstance(compile, bool):
+        raise ValueError(f"compile must be True, False or 'auto', got {compile!r}")
+    return device.startswith('cuda') if compile == 'auto' else compile
+
+
+def available_memory(device):
+    """Bytes this process may still allocate on `device`: free GPU memory, or the OS's MemAvailable."""
+    if device.startswith('cuda'):
+        return torch.cuda.mem_get_info(torch.device(device))[0]
+    try:
+        with open('/proc/meminfo') as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith('MemAvailable:'))
+    except (OSError, StopIteration):
+        return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+
+
+def check_memory(needed, device, what):
+    """Stop with one line, before allocating, when a lower bound on the bytes needed exceeds what is free."""
+    free = available_memory(device)
+    if needed > free:
+        raise ValueError(f"{what} needs at least {needed / 2 ** 30:.1f} GiB on {device}, {free / 2 ** 30:.1f} GiB are "
+                         "free: lower block_size or batch_size (or use more gradient_accumulation_steps)")
+
+
+def stop_on_signals(signals=(signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)):
+    """-> a list that receives the first of `signals` (cluster preemption, timeout, Ctrl-C): the training loop saves
+    and stops after the current step. A second signal ends the process at once, even inside a long step. Python runs
+    signal handlers only between bytecodes, which a step spent in one C++ call never reaches, so a watcher thread
+    reads the signal numbers that the C-level handler writes to a wakeup pipe (torch ops release the GIL)."""
+    received = []
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    for sig in signals:
+        signal.signal(sig, lambda signum, frame: None)  # the watcher acts; this only makes Python trip the pipe
+
+    def watch():
+        while True:
+            signum = os.read(read_end, 1)[0]
+            if signum not in signals:
+                continue
+            if received:
+                print(f"signal {signum} again: exiting now (the last checkpoint written is intact)", file=sys.stderr,
+                      flush=True)
+                os._exit(128 + signum)
+            received.append(signum)
+            print(f"signal {signum}: saving and stopping after this step; send it again to exit now", file=sys.stderr,
+                  flush=True)
+    threading.Thread(target=watch, daemon=True, name='signal-watcher').start()
+    return received

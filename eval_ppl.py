@@ -21,8 +21,8 @@ from tqdm import tqdm
 
 from configurator import configure, one_line_errors, setup_processes
 from data.plot import line_plot
-from data.ppl import (DEFAULT_BUCKETS, bucket_name, bucket_table, check_buckets, eval_style, gather_windows,
-                      perplexity, score_windows, window_starts)
+from data.ppl import (BERT_FUTURES, DEFAULT_BUCKETS, bucket_name, bucket_table, check_buckets, eval_style,
+                      gather_windows, perplexity, score_windows, window_starts)
 from data.text import BOS, load_tokens, prepare_command, read_meta
 from model import load_checkpoint, read_checkpoint
 
@@ -37,6 +37,8 @@ max_tokens = 0              # score about this many targets, windows spread even
 buckets = DEFAULT_BUCKETS   # conditioning-length buckets [b_i, b_{i+1}) (Fig. 3); the last is open-ended
 batch_size = 64             # windows per step
 rows_per_pass = 1024        # target rows per forward pass: bounds the logits (rows x vocab) in memory
+bert_future = 'invisible'   # 'invisible' (default) or 'mask': for one-stream BERT checkpoints, what the positions
+                            # after the target are (left out, or present and all [MASK]; see objectives.prefix_batch)
 out_dir = 'out/eval_ppl'
 device = 'auto'             # 'cpu', 'cuda', 'cuda:1', ... ; auto = cuda if available
 dtype = 'auto'              # bf16 autocast on CUDA, fp32 on CPU
@@ -60,6 +62,8 @@ if not ckpt:
 if names and len(names) != len(ckpt):
     raise ValueError(f"{len(names)} names for {len(ckpt)} checkpoints: give one --names=... per --ckpt=..., or none")
 buckets = check_buckets(buckets)
+if bert_future not in BERT_FUTURES:
+    raise ValueError(f"bert_future must be 'invisible' or 'mask', got {bert_future!r}: e.g. --bert_future=mask")
 if not (rows_per_pass >= 1 and batch_size >= 1):
     raise ValueError(f"rows_per_pass and batch_size must be >= 1, got {rows_per_pass} and {batch_size}")
 runs = []
@@ -72,7 +76,9 @@ for i, path in enumerate(ckpt):
     if 'objective' not in train_config:
         raise ValueError(f"{path} has no training config (config['objective']): it was not written by train.py")
     label = names[i] if names else os.path.basename(os.path.dirname(os.path.abspath(path)))
-    runs.append(dict(path=path, name=label, objective=train_config['objective'], style=eval_style(train_config),
+    style = eval_style(train_config)
+    runs.append(dict(path=path, name=label, objective=train_config['objective'], style=style,
+                     bert_future=bert_future if style == 'bert' else None,  # other styles have no such choice
                      mask_ratio=train_config.get('mask_ratio'), t=train_config.get('t'),
                      vocab_size=model_config['vocab_size'], block_size=model_config['block_size']))
     del checkpoint
@@ -109,6 +115,10 @@ n_targets = len(starts) * (block_size - 1)
 if master:
     print(f"{data_dir} ({split}): {len(starts)} windows of {block_size} = {n_targets:,} scored targets | "
           f"{device} {dtype} {attn_backend} | {world_size} process(es)")
+    if bert_future != 'invisible':
+        applied = [run['name'] for run in runs if run['bert_future']]
+        print(f"bert_future={bert_future!r} applies to the one-stream BERT runs only: "
+              f"{', '.join(applied) if applied else 'none of these checkpoints'}")
 
 # -----------------------------------------------------------------------------
 # scoring: per-k NLL sums, gathered over processes
@@ -121,7 +131,8 @@ for run in runs:
                dynamic_ncols=True)
     for first in range(0, len(my_starts), batch_size):
         windows = gather_windows(tokens, my_starts[first:first + batch_size], block_size)
-        nll = score_windows(model, windows, run['style'], rows_per_pass, autocast)
+        nll = score_windows(model, windows, run['style'], rows_per_pass, autocast,
+                            bert_future=run['bert_future'] or 'invisible')
         nll_sum_by_k += nll.double().sum(dim=0).numpy()
         count_by_k += nll.shape[0]
         bar.update(len(windows))
@@ -148,7 +159,8 @@ if master:
     print(f"{'checkpoint':<{name_width}}{'objective':<11}{'style':<19}{'ppl':>{width}}" +
           ''.join(f"{c:>{width}}" for c in columns) + f"{'tok/s':>10}")
     for run in runs:
-        print(f"{run['name']:<{name_width}}{run['objective']:<11}{run['style']:<19}{run['ppl']:>{width}.2f}" +
+        style = run['style'] + (f" ({run['bert_future']})" if run['bert_future'] else '')  # e.g. 'bert (mask)'
+        print(f"{run['name']:<{name_width}}{run['objective']:<11}{style:<19}{run['ppl']:>{width}.2f}" +
               ''.join(f"{b['ppl']:>{width}.2f}" for b in run['buckets']) + f"{run['tokens_per_sec']:>10.0f}")
     os.makedirs(out_dir, exist_ok=True)
     # x = k + 1 (the prefix tokens seen, BOS included) so the log axis can show k = 0
@@ -158,7 +170,8 @@ if master:
               title=f"perplexity by conditioning length on {os.path.basename(data_dir)} ({split})",
               xlabel='k+1 (bucket start)', ylabel='ppl', logx=True, logy=True)
     summary = dict(data=data_dir, split=split, block_size=block_size, windows=len(starts), targets=n_targets,
-                   bucket_edges=list(buckets), device=device, dtype=dtype, world_size=world_size, checkpoints=runs)
+                   bucket_edges=list(buckets), bert_future=bert_future, device=device, dtype=dtype,
+                   world_size=world_size, checkpoints=runs)
     summary_path = os.path.join(out_dir, 'summary.json')
     with open(summary_path + '.tmp', 'w') as f:
         json.dump(summary, f, indent=1)

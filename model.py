@@ -358,6 +358,21 @@ class Transformer(nn.Module):
         forward = 2 * L * (n_content * content_row + n_query * query_row) + 4 * L * d * attn_pairs + 2 * n_pred * head
         return 3 * forward
 
+    def step_memory(self, batch, training=True):
+        """A lower bound on the bytes one step of `batch` holds in fp32: the weights (with gradients and AdamW's two
+        moments when training), 4 activations per row and layer (a block keeps more than 10 for backward), the dense
+        boolean mask of the sdpa path, and the logits (with their log-softmax and gradient). Scripts compare it with
+        the free memory before allocating anything, so a block size that cannot fit stops with one line."""
+        B, n_content = batch['content'].shape[:2]
+        n_query = 0 if batch['query_pos'] is None else batch['query_pos'].shape[1]
+        rows, per_row = n_content + n_query, 4 if training else 1
+        weights = 4 * sum(p.numel() for p in self.parameters()) * (4 if training else 1)
+        activations = 4 * B * rows * self.config.n_embd * self.config.n_layer * per_row
+        dense = self.config.attn_backend == 'sdpa' and not (batch['causal'] and n_query == 0)
+        head = self.config.vocab_size if self.config.input_kind == 'tokens' else self.config.patch_dim
+        logits = 4 * B * batch['valid'].shape[1] * head * (3 if training else 1)
+        return weights + activations + (B * rows * n_content if dense else 0) + logits
+
 # -----------------------------------------------------------------------------
 # checkpoints: atomic writes, weights_only reads, one clear line when something is wrong
 

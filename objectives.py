@@ -24,11 +24,13 @@ OBJECTIVES = ('ar', 'dar', 'mlm', 'vm', 'gvp')
 # argument checks: one clear line each
 
 def check_ratio(mask_ratio):
-    low, high = (mask_ratio, mask_ratio) if isinstance(mask_ratio, (int, float)) else tuple(mask_ratio)
-    if not (0 < low <= high < 1):
-        raise ValueError(f"mask_ratio must lie in (0, 1) with low <= high, got {mask_ratio!r}: "
-                         "e.g. 0.15 or (0.15, 0.30)")
-    return float(low), float(high)
+    """One ratio rho, or a range (low, high) with 0 < low <= high < 1 -> (low, high) as floats."""
+    pair = (mask_ratio, mask_ratio) if isinstance(mask_ratio, (int, float)) else mask_ratio
+    if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(v, (int, float)) for v in pair)
+            and 0 < pair[0] <= pair[1] < 1):
+        raise ValueError(f"mask_ratio must be one ratio in (0, 1) or a range (low, high) with 0 < low <= high < 1, "
+                         f"got {mask_ratio!r}: e.g. --mask_ratio=0.15 or --mask_ratio=(0.15,0.30)")
+    return float(pair[0]), float(pair[1])
 
 def check_length(S, need, objective):
     if S - 1 < need:
@@ -82,11 +84,18 @@ def gvp_sizes(B, L, n_groups, segmentation, generator):
         raise ValueError(f"gvp segmentation must be 'fixed', 'random' or 'mixed', got {segmentation!r}")
     return torch.cat([bounds[:, :1], bounds.diff(dim=1)], dim=1)
 
+def masked_count(rho, L):
+    """round(rho L) clamped to 1..L-1: the ONE rounding behind both the per-sequence counts and the static widths.
+    float64, ties to even; float32 rounds 0.3 * 95 to 28.5 where float64 has 28.4999..., so two roundings would
+    disagree at ties and a count could outgrow its width."""
+    return (torch.as_tensor(rho, dtype=torch.float64) * L).round().long().clamp(1, L - 1)
+
 def masked_sizes(B, L, mask_ratio, generator):
     """round(rho L) masked positions per sequence, rho fixed (mlm) or ~ U[a, b] per sequence (vm, Eq. 5)."""
     low, high = check_ratio(mask_ratio)
-    rho = low + (high - low) * torch.rand(B, generator=generator, device=generator.device).cpu()
-    n_masked = (rho * L).round().long().clamp(1, L - 1)
+    uniform = torch.rand(B, generator=generator, device=generator.device).cpu().double()
+    rho = (low + (high - low) * uniform).clamp(low, high)  # clamp: masked_count(high) must bound every count
+    n_masked = masked_count(rho, L)
     return torch.stack([L - n_masked, n_masked], dim=1), rho
 
 # -----------------------------------------------------------------------------
@@ -138,9 +147,10 @@ def causal_batch(x):
                 content_masked=None, pred_index=positions[:, :-1], targets=x[:, 1:],
                 valid=torch.ones(B, S - 1, dtype=torch.bool, device=x.device), causal=True)
 
-def bert_batch(x, masked, generator, bert_replace=False, vocab_size=None, width=None):
+def bert_batch(x, masked, generator, bert_replace=False, ordinary_tokens=None, width=None):
     """One-stream BERT: masked positions get the [MASK] vector in the input and are predicted from everything
-    else (bidirectional). bert_replace: BERT's 80/10/10 (mask / random token / unchanged) of the masked set."""
+    else (bidirectional). bert_replace: BERT's 80/10/10 (mask / random token / unchanged) of the masked set; the
+    random tokens are ordinary text tokens, ids 0..ordinary_tokens-1 (BOS and the padding ids sit above them)."""
     B, S = x.shape[:2]
     device = x.device
     masked = torch.cat([torch.zeros(B, 1, dtype=torch.bool, device=device), masked.to(device)], dim=1)
@@ -148,56 +158,75 @@ def bert_batch(x, masked, generator, bert_replace=False, vocab_size=None, width=
     pred_index, valid = _pack(positions, masked, width)
     content, content_masked = x, masked
     if bert_replace:
-        if x.dim() != 2 or vocab_size is None:
-            raise ValueError("bert_replace (80/10/10) needs token inputs and vocab_size")
+        if x.dim() != 2 or not ordinary_tokens:
+            raise ValueError("bert_replace (80/10/10) needs token inputs and ordinary_tokens (the text token ids)")
         draw = torch.rand(B, S, generator=generator, device=generator.device).to(device)
-        random_tokens = torch.randint(0, vocab_size, (B, S), generator=generator, device=generator.device).to(device)
+        random_tokens = torch.randint(0, ordinary_tokens, (B, S), generator=generator, device=generator.device).to(device)
         content_masked = masked & (draw < 0.8)
         content = torch.where(masked & (draw >= 0.8) & (draw < 0.9), random_tokens, x)
     return dict(content=content, content_pos=positions, content_groups=torch.zeros_like(positions),
                 query_pos=None, query_groups=None, content_masked=content_masked, pred_index=pred_index,
                 targets=_gather(x, pred_index), valid=valid, causal=False)
 
-def make_batch(objective, x, generator, mask_ratio=None, t=2, two_stream=None, random_order=None,
-               bert_replace=False, vocab_size=None, n_groups=20, segmentation='mixed'):
-    """The one entry point: see the module docstring for what each objective means."""
+def check_objective(objective, S, mask_ratio=None, t=2, two_stream=None, n_groups=20, segmentation='mixed',
+                    bert_replace=False, ordinary_tokens=None):
+    """Every setting of an objective checked for sequences of length S (conditioning token included), so a
+    script can refuse a bad flag before it loads data. Returns the mask ratio to use (the objective's default
+    when None)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}: choose one of {', '.join(OBJECTIVES)}")
-    B, S = x.shape[:2]
-    L = S - 1
     check_length(S, 2, objective)
-    if objective == 'ar':
-        if not two_stream and not random_order:
-            return causal_batch(x)
-        # two-stream ar = dar with t = 1; in a random order it is XLNet's permutation LM
-        objective, t = 'dar', 1
+    L = S - 1
     if objective == 'dar':
         if not (isinstance(t, int) and t >= 1):
             raise ValueError(f"dar needs an integer t >= 1 (predict one of the next t tokens), got t={t!r}")
         if two_stream is False:
             raise ValueError("dar needs the two-stream model (a target must not see itself): set two_stream=True")
-        order = visiting_order(B, L, random_order, generator, x.device)
-        return two_stream_batch(x, groups_from_sizes(order, dar_sizes(B, L, t, generator).to(order.device)))
     if objective == 'gvp':
         if not (isinstance(n_groups, int) and 1 <= n_groups <= L - 2):
             raise ValueError(f"gvp needs 1 <= n_groups <= {L - 2} for a sequence of {L} positions, got {n_groups!r}")
-        order = visiting_order(B, L, True if random_order is None else random_order, generator, x.device)
-        sizes = gvp_sizes(B, L, n_groups, segmentation, generator).to(order.device)
-        return two_stream_batch(x, groups_from_sizes(order, sizes))
-    # mlm / vm
+        if segmentation not in ('fixed', 'random', 'mixed'):
+            raise ValueError(f"gvp segmentation must be 'fixed', 'random' or 'mixed', got {segmentation!r}")
+    if objective not in ('mlm', 'vm'):
+        return mask_ratio
     if mask_ratio is None:
         mask_ratio = 0.15 if objective == 'mlm' else (0.15, 0.30)
     if objective == 'mlm' and not isinstance(mask_ratio, (int, float)):
         raise ValueError(f"mlm takes one mask_ratio, got {mask_ratio!r}: use objective='vm' for a range")
     if objective == 'vm' and isinstance(mask_ratio, (int, float)):
         raise ValueError(f"vm takes a mask_ratio range (a, b), got {mask_ratio!r}: use objective='mlm' for one ratio")
+    check_ratio(mask_ratio)
+    if bert_replace and not two_stream and not ordinary_tokens:
+        raise ValueError("bert_replace (80/10/10) needs token inputs and ordinary_tokens (the text token ids)")
+    return mask_ratio
+
+def make_batch(objective, x, generator, mask_ratio=None, t=2, two_stream=None, random_order=None,
+               bert_replace=False, ordinary_tokens=None, n_groups=20, segmentation='mixed'):
+    """The one entry point: see the module docstring for what each objective means."""
+    B, S = x.shape[:2]
+    L = S - 1
+    mask_ratio = check_objective(objective, S, mask_ratio, t, two_stream, n_groups, segmentation, bert_replace,
+                                 ordinary_tokens)
+    if objective == 'ar':
+        if not two_stream and not random_order:
+            return causal_batch(x)
+        # two-stream ar = dar with t = 1; in a random order it is XLNet's permutation LM
+        objective, t = 'dar', 1
+    if objective == 'dar':
+        order = visiting_order(B, L, random_order, generator, x.device)
+        return two_stream_batch(x, groups_from_sizes(order, dar_sizes(B, L, t, generator).to(order.device)))
+    if objective == 'gvp':
+        order = visiting_order(B, L, True if random_order is None else random_order, generator, x.device)
+        sizes = gvp_sizes(B, L, n_groups, segmentation, generator).to(order.device)
+        return two_stream_batch(x, groups_from_sizes(order, sizes))
+    # mlm / vm
     sizes, _ = masked_sizes(B, L, mask_ratio, generator)
     order = visiting_order(B, L, True, generator, x.device)
     groups = groups_from_sizes(order, sizes.to(order.device))
-    fewest, most = (min(max(round(rho * L), 1), L - 1) for rho in check_ratio(mask_ratio))
+    fewest, most = (int(masked_count(rho, L)) for rho in check_ratio(mask_ratio))
     if two_stream:
         return two_stream_batch(x, groups, content_all=False, widths=(1 + L - fewest, most))
-    return bert_batch(x, groups == 1, generator, bert_replace, vocab_size, width=most)
+    return bert_batch(x, groups == 1, generator, bert_replace, ordinary_tokens, width=most)
 
 # -----------------------------------------------------------------------------
 # evaluation batches: next-token prediction from a prefix only (Eq. 2, Fig. 3)
@@ -208,11 +237,19 @@ def prefix_style(objective, two_stream):
         return 'masked_two_stream' if two_stream else 'bert'
     return 'causal' if objective == 'ar' and not two_stream else 'groups'
 
-def prefix_batch(x, style):
+def prefix_batch(x, style, bert_future='invisible'):
     """A batch whose target rows predict x_{k+1} from BOS, x_1..x_k, for every k in 0..S-2.
     'causal' / 'groups' do all k in one sequence (group ids 0,1,2,...). A masked model saw the visible tokens
     bidirectionally in pretraining, so each prefix gets its own row ((B*(S-1), S) batch): prefix visible
-    (group 0), the target masked, everything after invisible."""
+    (group 0), the target masked. The paper does not say what a one-stream BERT row holds after its target:
+    bert_future='invisible' leaves those positions out (PAD_GROUP); 'mask' keeps them, every one [MASK], so the
+    model sees how many positions follow but none of their tokens. 'mask' is for style 'bert' only (a two-stream
+    content stream has no [MASK]; causal / groups never look ahead): any other style raises."""
+    if bert_future not in ('invisible', 'mask'):
+        raise ValueError(f"bert_future must be 'invisible' or 'mask', got {bert_future!r}")
+    if bert_future == 'mask' and style != 'bert':
+        raise ValueError(f"bert_future='mask' applies to one-stream BERT checkpoints only (prefix style 'bert'), "
+                         f"got style {style!r}")
     B, S = x.shape[:2]
     if style == 'causal':
         return causal_batch(x)
@@ -228,9 +265,12 @@ def prefix_batch(x, style):
     target = (k_rows + 1)[:, None]
     after = positions > target
     if style == 'bert':
-        return dict(content=rows, content_pos=positions,
-                    content_groups=torch.zeros_like(positions).masked_fill(after, PAD_GROUP),
-                    query_pos=None, query_groups=None, content_masked=positions == target,
+        if bert_future == 'invisible':  # no real row sees the positions after the target
+            groups, masked = torch.zeros_like(positions).masked_fill(after, PAD_GROUP), positions == target
+        else:  # present, and every one of them [MASK]
+            groups, masked = torch.zeros_like(positions), positions >= target
+        return dict(content=rows, content_pos=positions, content_groups=groups,
+                    query_pos=None, query_groups=None, content_masked=masked,
                     pred_index=target, targets=_gather(rows, target),
                     valid=torch.ones(B * L, 1, dtype=torch.bool, device=x.device), causal=False)
     content_groups = torch.zeros_like(positions).masked_fill(positions >= target, PAD_GROUP)

@@ -22,10 +22,12 @@ RES=${RES:-results/repro}      # tables and plots
 TINY="--n_layer=2 --n_head=2 --n_embd=64 --block_size=64 --batch_size=8 --max_iters=1500 --lr_decay_iters=1500 \
       --warmup_iters=100 --learning_rate=3e-3 --eval_interval=500 --eval_iters=4 --progress=False"
 
-train() {  # train <out_dir> <config and overrides...>: skipped when the run already finished
+train() {  # train <out_dir> <config and overrides...>: skipped when the run finished, resumed when interrupted
   local dir=$1; shift
   [ -f $dir/ckpt_best.pt ] && [ -f $dir/loss.csv ] && return 0
-  $PYTHON train.py "$@" --out_dir=$dir >/dev/null
+  local start=--init_from=scratch
+  [ -f $dir/ckpt_last.pt ] && start=--init_from=resume
+  $PYTHON train.py "$@" --out_dir=$dir $start >/dev/null
 }
 
 toy() {

@@ -217,27 +217,49 @@ def text_windows(data_dir, block_size, num_samples):
     return np.concatenate([np.full((num_samples, 1), BOS, np.int64), windows], axis=1)
 
 def load_text_model(ckpt_path, device):
+    """-> (model, pretraining objective): the objective decides how the checkpoint attends."""
     from model import load_checkpoint
     model, ckpt = load_checkpoint(ckpt_path, device)
     if model.config.input_kind != 'tokens':
         raise ValueError(f"{ckpt_path} is an image checkpoint: theory.py measures text checkpoints only so far")
-    return model, ckpt
+    return model, (ckpt.get('config') or {}).get('objective')
 
-def pooled_features(model, windows, batch_size=64, device='cpu'):
-    """Mean of final content-stream features over the real tokens (BOS excluded), no mask (groups None)."""
+def content_groups(objective, content):
+    """Groups of (B, S) full windows that give a checkpoint its pretraining attention, as eval_glue.py does:
+    0,1,2,... (causal) or all 0 (bidirectional). Without them every checkpoint would be read bidirectionally."""
+    from data.finetune import attention_style, pad_batch
+    return pad_batch(list(content.cpu()), attention_style(objective))[0]['content_groups'].to(content.device)
+
+def encode_windows(model, content, objective, content_masked=None, all_layers=False):
+    """Per-position content-stream features of (B, S) windows under the checkpoint's own attention."""
+    return model.features(content, content_groups=content_groups(objective, content),
+                          content_masked=content_masked, all_layers=all_layers)
+
+def encoding(objective, pooling='auto'):
+    """-> (attention style, pooling); 'auto' pools as eval_glue.py: the last token if causal, else the mean."""
+    from data.finetune import attention_style, resolve_pooling
+    if pooling not in ('auto', 'last', 'mean'):
+        raise ValueError(f"pooling must be 'auto', 'last' or 'mean', got {pooling!r}")
+    style = attention_style(objective)
+    return style, resolve_pooling(pooling, style)
+
+def pooled_features(model, windows, objective, pooling='auto', batch_size=64, device='cpu'):
+    """One vector per window: the final feature of the last token, or the mean over the tokens after BOS."""
     import torch
     from tqdm import tqdm
+    pooling = encoding(objective, pooling)[1]
     pooled = []
     for start in tqdm(range(0, len(windows), batch_size), desc='encode', leave=False):
         content = torch.as_tensor(windows[start:start + batch_size], device=device)
-        hidden = model.features(content)
-        pooled.append(hidden[:, 1:].float().mean(dim=1).cpu().numpy())
+        hidden = encode_windows(model, content, objective).float()
+        pooled.append((hidden[:, -1] if pooling == 'last' else hidden[:, 1:].mean(dim=1)).cpu().numpy())
     return np.concatenate(pooled)
 
-def layer_ranks(model, windows, tau=0.9, mask_ratio=0.15, seed=0, batch_size=64, device='cpu'):
+def layer_ranks(model, windows, objective, tau=0.9, mask_ratio=0.15, seed=0, batch_size=64, device='cpu'):
     """rank_tau per layer of token representations (MAE-LM Fig. 1a / 5a), from per-layer Gram matrices:
     'without_mask' all real tokens of clean inputs; 'with_mask_all' all tokens when mask_ratio of them are
-    [MASK] (MAE-LM's H^l); 'with_mask_real' only the unmasked tokens of those inputs. BOS is never counted."""
+    [MASK] (MAE-LM's H^l); 'with_mask_real' only the unmasked tokens of those inputs. BOS is never counted.
+    The checkpoint attends as in pretraining."""
     import torch
     from tqdm import tqdm
     generator = np.random.default_rng(seed)
@@ -248,8 +270,8 @@ def layer_ranks(model, windows, tau=0.9, mask_ratio=0.15, seed=0, batch_size=64,
         masked = generator.random(content.shape) < mask_ratio
         masked[:, 0] = False
         masked_t = torch.as_tensor(masked, device=device)
-        clean = model.features(content, all_layers=True)
-        with_mask = model.features(content, content_masked=masked_t, all_layers=True)
+        clean = encode_windows(model, content, objective, all_layers=True)
+        with_mask = encode_windows(model, content, objective, content_masked=masked_t, all_layers=True)
         for layer in range(L):
             for name, hidden, rows in (('without_mask', clean, None), ('with_mask_all', with_mask, None),
                                        ('with_mask_real', with_mask, ~masked)):
@@ -339,26 +361,27 @@ def run_misalign(args):
 def run_connectivity(args):
     series = {}
     for ckpt_path in args.ckpt:
-        model, ckpt = load_text_model(ckpt_path, args.device)
+        model, objective = load_text_model(ckpt_path, args.device)
+        style, pooling = encoding(objective, args.pooling)
         windows = text_windows(args.data_dir, model.config.block_size, args.num_samples)
-        features = pooled_features(model, windows, args.batch_size, args.device)
+        features = pooled_features(model, windows, objective, pooling, args.batch_size, args.device)
         if args.cosine:
             features = features / np.linalg.norm(features, axis=1, keepdims=True).clip(1e-12)
         top = top_pair_similarities(features, args.top)
-        label = f"{len(series) + 1}: {ckpt.get('config', {}).get('objective', '?')} {Path(ckpt_path).parent.name}"
+        label = f"{len(series) + 1}: {objective} {Path(ckpt_path).parent.name}"
         series[label] = (np.arange(1, len(top) + 1), top)
-        print(f"{label} ({ckpt_path}): top-1 {top[0]:.6g}, median of top {len(top)} {np.median(top):.6g}, last {top[-1]:.6g}")
+        print(f"{label} ({ckpt_path}; {style} attention, {pooling} pooling): top-1 {top[0]:.6g}, median of top {len(top)} {np.median(top):.6g}, last {top[-1]:.6g}")
     path = Path(args.out_dir) / 'connectivity.png'
     line_plot(str(path), series, f"Fig. 2 connectivity: top {args.top} pairwise inner products of {args.num_samples} "
               "held-out samples", 'pair rank', 'inner product')
     print(f"wrote {path} and {path.with_suffix('.csv')}")
 
 def run_effrank(args):
-    model, ckpt = load_text_model(args.ckpt, args.device)
+    model, objective = load_text_model(args.ckpt, args.device)
     windows = text_windows(args.data_dir, model.config.block_size, args.num_samples)
-    ranks = layer_ranks(model, windows, args.tau, args.mask_ratio, args.seed, args.batch_size, args.device)
+    ranks = layer_ranks(model, windows, objective, args.tau, args.mask_ratio, args.seed, args.batch_size, args.device)
     print(f"rank_{args.tau:g} of token representations per layer, {args.ckpt} "
-          f"({ckpt.get('config', {}).get('objective', '?')}; [MASK] ratio {args.mask_ratio:g}, BOS excluded)")
+          f"({objective}, {encoding(objective)[0]} attention; [MASK] ratio {args.mask_ratio:g}, BOS excluded)")
     print(f"{'layer':>5}" + ''.join(f"{name:>16}" for name in ranks))
     for layer in range(model.config.n_layer):
         print(f"{layer + 1:5d}" + ''.join(f"{ranks[name][layer]:16d}" for name in ranks))
@@ -400,6 +423,9 @@ def main(argv=None):
         if name == 'connectivity':
             sub.add_argument('--top', type=int, default=10 ** 5, help='how many most similar pairs to keep')
             sub.add_argument('--cosine', action='store_true', help='normalise features first (the paper does not)')
+            sub.add_argument('--pooling', choices=('auto', 'last', 'mean'), default='auto',
+                             help="the paper does not state its pooling; auto pools as eval_glue.py: the last "
+                                  "token if causal (ar, dar, gvp), else the mean over tokens after BOS")
         else:
             sub.add_argument('--tau', type=float, default=0.9)
             sub.add_argument('--mask_ratio', type=float, default=0.15)

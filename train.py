@@ -13,7 +13,6 @@ $ torchrun --nproc_per_node=8 --nnodes=2 --node_rank=0 --master_addr=$MASTER_ADD
 import json
 import math
 import os
-import signal
 import sys
 import time
 from dataclasses import asdict
@@ -23,10 +22,11 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
-from configurator import configure, one_line_errors, setup_processes
+from configurator import (check_memory, check_ranges, configure, one_line_errors, pick_attn_backend, pick_compile,
+                          setup_processes, stop_on_signals)
 from data.plot import line_plot
 from model import ModelConfig, Transformer, model_config_from, open_pairs, patchify, read_checkpoint, save_checkpoint
-from objectives import make_batch, to_device
+from objectives import check_objective, make_batch, to_device
 
 # -----------------------------------------------------------------------------
 # default config: a small ar model on the embedded Shakespeare corpus, on CPU in minutes
@@ -36,6 +36,7 @@ eval_interval = 100
 log_interval = 10
 eval_iters = 20
 init_from = 'scratch'       # 'scratch' or 'resume' (from out_dir/ckpt_last.pt)
+overwrite = False           # a scratch run into an out_dir that holds a run: True deletes that run first
 # data
 dataset = 'shakespeare'     # data/<dataset> (or a path) with train.bin / val.bin, or an image set (input_kind='patches')
 input_kind = 'tokens'       # 'tokens' or 'patches'
@@ -79,7 +80,7 @@ min_lr = 1e-4
 # system
 device = 'auto'             # 'cpu', 'cuda', 'cuda:1', ... ; auto = cuda if available
 dtype = 'auto'              # bf16 autocast on CUDA, fp32 on CPU
-compile = 'auto'            # torch.compile on CUDA, off on CPU
+compile = 'auto'            # True / False; auto = torch.compile on CUDA, off on CPU
 seed = 1337
 progress = True
 # -----------------------------------------------------------------------------
@@ -87,6 +88,26 @@ one_line_errors('train.py')
 config_keys = [k for k, v in globals().items() if not k.startswith('_') and isinstance(v, (int, float, bool, str, tuple, type(None)))]
 configure(globals(), sys.argv[1:])
 config = {k: globals()[k] for k in config_keys}
+check_ranges(config, {
+    'eval_interval': '[1, inf)', 'log_interval': '[1, inf)', 'eval_iters': '[1, inf)', 'image_size': '[1, inf)',
+    'patch_size': '[1, inf)', 'channels': '[1, inf)', 'batch_size': '[1, inf)', 'block_size': '[2, inf)',
+    'gradient_accumulation_steps': '[1, inf)', 'n_layer': '[1, inf)', 'n_head': '[1, inf)', 'n_embd': '[1, inf)',
+    'dropout': '[0, 1)', 'learning_rate': '(0, inf)', 'max_iters': '[1, inf)', 'weight_decay': '[0, inf)',
+    'beta1': '[0, 1)', 'beta2': '[0, 1)', 'grad_clip': '[0, inf)', 'warmup_iters': '[0, inf)',
+    'lr_decay_iters': '[0, inf)', 'min_lr': '[0, inf)', 't': '[1, inf)', 'n_groups': '[1, inf)', 'seed': '[0, inf)'})
+if init_from not in ('scratch', 'resume'):
+    raise ValueError(f"init_from must be 'scratch' or 'resume', got {init_from!r}")
+if schedule not in ('cosine', 'triangle'):
+    raise ValueError(f"schedule must be 'cosine' or 'triangle', got {schedule!r}")
+sequence_length = block_size if input_kind == 'tokens' else (image_size // patch_size) ** 2 + 1
+mask_ratio = check_objective(objective, sequence_length, mask_ratio, t, two_stream, n_groups, segmentation)
+# a new run never touches an old one: refuse before anything is read or written
+last_path, best_path = os.path.join(out_dir, 'ckpt_last.pt'), os.path.join(out_dir, 'ckpt_best.pt')
+log_path = os.path.join(out_dir, 'log.jsonl')
+run_files = [os.path.join(out_dir, name) for name in ('ckpt_last.pt', 'ckpt_best.pt', 'log.jsonl', 'loss.png', 'loss.csv')]
+if init_from == 'scratch' and any(os.path.exists(path) for path in run_files) and not overwrite:
+    raise ValueError(f"{out_dir} already holds a run: continue it with --init_from=resume, train into a new "
+                     "--out_dir, or pass --overwrite=True to delete it first")
 
 # -----------------------------------------------------------------------------
 # processes and devices
@@ -96,10 +117,7 @@ if gradient_accumulation_steps % world_size:
     raise ValueError(f"gradient_accumulation_steps={gradient_accumulation_steps} must be a multiple of the "
                      f"{world_size} processes: it counts micro-steps summed over all of them")
 accum = gradient_accumulation_steps // world_size
-if attn_backend == 'auto':
-    attn_backend = 'flex' if device_type == 'cuda' else 'sdpa'
-if compile == 'auto':
-    compile = device_type == 'cuda'
+attn_backend, compile = pick_attn_backend(attn_backend, device), pick_compile(compile, device)
 torch.manual_seed(seed + rank)  # dropout differs per process; data comes from the streams below
 
 # -----------------------------------------------------------------------------
@@ -110,7 +128,7 @@ def new_streams():
 
 streams = new_streams()
 if input_kind == 'tokens':
-    from data.text import get_batch, load_tokens
+    from data.text import BOS, get_batch, load_tokens  # GPT-2 ids below BOS are the text tokens
     data_dir = dataset if os.sep in dataset else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', dataset)
     splits = {split: load_tokens(data_dir, split) for split in ('train', 'val')}
     for split, tokens in splits.items():
@@ -137,7 +155,7 @@ else:
         return torch.cat([patches.new_zeros(batch_size, 1, patches.shape[-1]), patches], dim=1)  # CLS slot
 
 objective_args = dict(mask_ratio=mask_ratio, t=t, two_stream=two_stream, random_order=random_order,
-                      bert_replace=bert_replace, vocab_size=50257 if input_kind == 'tokens' else None,
+                      bert_replace=bert_replace, ordinary_tokens=BOS if input_kind == 'tokens' else None,
                       n_groups=n_groups, segmentation=segmentation)
 
 def next_batch(split, generator):
@@ -150,7 +168,6 @@ model_args.update(n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout
                   attn_backend=attn_backend)
 model_config = ModelConfig(**model_args)
 iter_num, best_val_loss, checkpoint = 0, float('inf'), None
-last_path, best_path = os.path.join(out_dir, 'ckpt_last.pt'), os.path.join(out_dir, 'ckpt_best.pt')
 if init_from == 'resume':
     checkpoint = read_checkpoint(last_path)
     saved = model_config_from(checkpoint, last_path, attn_backend=attn_backend)
@@ -161,9 +178,15 @@ if init_from == 'resume':
     if checkpoint['world_size'] != world_size or checkpoint['config']['gradient_accumulation_steps'] != gradient_accumulation_steps:
         raise ValueError(f"{last_path} was written by {checkpoint['world_size']} processes with gradient_accumulation_steps="
                          f"{checkpoint['config']['gradient_accumulation_steps']}: resume with the same layout")
-elif init_from != 'scratch':
-    raise ValueError(f"init_from must be 'scratch' or 'resume', got {init_from!r}")
-model = Transformer(model_config).to(device)
+model = Transformer(model_config)
+# DDP wants a gradient for every trainable parameter: freeze the learned inputs this objective never reads
+probe = make_batch(objective, sequences('train', torch.Generator().manual_seed(0)), torch.Generator().manual_seed(0),
+                   **objective_args)
+model.query_emb.requires_grad_(probe['query_pos'] is not None)
+model.mask_emb.requires_grad_(probe['content_masked'] is not None)
+check_memory(model.step_memory(probe, training=True), device,
+             f"one training step of batch_size={batch_size} x block_size={block_size}")
+model = model.to(device)
 optimizer = torch.optim.AdamW(model.optim_groups(weight_decay), lr=learning_rate, betas=(beta1, beta2),
                               **({'fused': True} if device_type == 'cuda' else {}))
 if checkpoint is not None:
@@ -178,11 +201,6 @@ if checkpoint is not None:
         torch.set_rng_state(checkpoint['torch_rng'][rank][0])
         torch.cuda.set_rng_state(checkpoint['torch_rng'][rank][1], device)
     checkpoint = None  # free memory
-# DDP wants a gradient for every trainable parameter: freeze the learned inputs this objective never reads
-probe = make_batch(objective, sequences('train', torch.Generator().manual_seed(0)), torch.Generator().manual_seed(0),
-                   **objective_args)
-model.query_emb.requires_grad_(probe['query_pos'] is not None)
-model.mask_emb.requires_grad_(probe['content_masked'] is not None)
 raw_model = model
 if compile:
     model = torch.compile(model)
@@ -200,9 +218,6 @@ def get_lr(it):
     if schedule == 'triangle':
         return min_lr + (learning_rate - min_lr) * (1 - progress_)
     return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress_)) * (learning_rate - min_lr)
-
-if schedule not in ('cosine', 'triangle'):
-    raise ValueError(f"schedule must be 'cosine' or 'triangle', got {schedule!r}")
 
 @torch.no_grad()
 def estimate_loss():
@@ -241,9 +256,7 @@ def batch_flops(batch):
 
 # -----------------------------------------------------------------------------
 # checkpoints and preemption
-stop_signal = []
-for sig in (signal.SIGTERM, signal.SIGUSR1):
-    signal.signal(sig, lambda signum, frame: stop_signal.append(signum))
+stop_signal = stop_on_signals()  # TERM / USR1 / INT: save and stop after this step; a second one exits at once
 
 def save(paths):
     states = [generator.get_state() for generator in streams]
@@ -272,9 +285,10 @@ if master:
     os.makedirs(out_dir, exist_ok=True)
     print(f"{objective} | {raw_model.num_params() / 1e6:.2f}M parameters | {device} {dtype} {attn_backend}"
           f"{' compiled' if compile else ''} | {world_size} process(es) x {accum} micro-steps x {batch_size}")
-log_path = os.path.join(out_dir, 'log.jsonl')
-if master and iter_num == 0 and os.path.exists(log_path):
-    os.remove(log_path)
+if master and init_from == 'scratch':  # only reached with --overwrite=True when the files exist
+    for path in run_files:
+        if os.path.exists(path):
+            os.remove(path)
 peak = peak_flops()
 bar = tqdm(total=max_iters, initial=iter_num, disable=not (master and progress), dynamic_ncols=True)
 train_loss_sum, train_loss_count = torch.zeros((), device=device), 0

@@ -6,7 +6,8 @@ Column k of a window's scores is -log p(x_{k+1} | BOS, x_1..x_k), k = 0..S-2. Ho
 from how it was trained (objectives.prefix_style / prefix_batch):
   causal             GPT: all k of a window in one causal pass
   groups             two-stream (dar, gvp, two-stream ar): the query at k+1 sees content 0..k; all k in one pass
-  bert               one-stream masked: BOS + prefix + [MASK] at k+1, nothing after; one row per k
+  bert               one-stream masked: BOS + prefix + [MASK] at k+1, then nothing (bert_future='invisible') or
+                     [MASK] at every later position ('mask'); one row per k
   masked_two_stream  two-stream masked: the query at k+1 sees the prefix content only; one row per k
 """
 import math
@@ -20,6 +21,7 @@ from data.text import with_bos
 from objectives import OBJECTIVES, prefix_batch, prefix_style, to_device
 
 ROW_STYLES = ('bert', 'masked_two_stream')  # one row per prefix length: these need chunking and trimming
+BERT_FUTURES = ('invisible', 'mask')  # objectives.prefix_batch: what a one-stream BERT row holds after its target
 DEFAULT_BUCKETS = (0, 1, 2, 4, 8, 16, 32, 64, 128)
 
 # -----------------------------------------------------------------------------
@@ -75,9 +77,10 @@ def target_nll(model, batch):
     return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), reduction='none').view(targets.shape)
 
 @torch.no_grad()
-def score_windows(model, windows, style, rows_per_pass=1024, autocast=None):
+def score_windows(model, windows, style, rows_per_pass=1024, autocast=None, bert_future='invisible'):
     """windows: (B, S) token ids, conditioning token in column 0. Returns (B, S-1) float32 NLLs on the CPU,
-    column k = -log p(x_{k+1} | x_0..x_k). At most rows_per_pass target rows (rows x vocab logits) per pass."""
+    column k = -log p(x_{k+1} | x_0..x_k). At most rows_per_pass target rows (rows x vocab logits) per pass.
+    bert_future: style 'bert' only, see objectives.prefix_batch."""
     autocast = autocast or nullcontext()
     device = next(model.parameters()).device
     B, S = windows.shape
@@ -86,15 +89,15 @@ def score_windows(model, windows, style, rows_per_pass=1024, autocast=None):
         nll = []
         for chunk in windows.split(max(1, rows_per_pass // L)):
             with autocast:
-                nll.append(target_nll(model, to_device(prefix_batch(chunk, style), device)).cpu())
+                nll.append(target_nll(model, to_device(prefix_batch(chunk, style, bert_future), device)).cpu())
         return torch.cat(nll)
     # One row per (window, k). Passes take rows in order of k, so each pass holds similar prefix lengths, and
     # drop the input columns after the pass's last target: those are PAD_GROUP positions no real row sees, so
-    # the scores are unchanged and the work is about halved. With flex attention, shapes stay fixed (a new shape
-    # is a recompile).
-    batch = prefix_batch(windows, style)  # row b * L + k
+    # the scores are unchanged and the work is about halved. Not with bert_future='mask': there every row sees
+    # them (as [MASK]). With flex attention, shapes stay fixed (a new shape is a recompile).
+    batch = prefix_batch(windows, style, bert_future)  # row b * L + k
     k_of_row = torch.arange(L).repeat(B)
-    trim = model.config.attn_backend == 'sdpa'
+    trim = model.config.attn_backend == 'sdpa' and bert_future == 'invisible'
     nll = torch.empty(B * L)
     for rows in torch.argsort(k_of_row, stable=True).split(rows_per_pass):
         width = int(k_of_row[rows].max()) + 2 if trim else S

@@ -18,6 +18,8 @@ CONDITIONING = VOCAB - 1  # stands in for BOS in column 0 of the library tests' 
 
 # the four ways a model reads a prefix, with an objective (and two_stream setting) that needs each
 STYLES = [('causal', 'ar', None), ('groups', 'dar', None), ('bert', 'mlm', None), ('masked_two_stream', 'vm', True)]
+# ... and each with the positions after the target as it reads them: one-stream BERT also with all of them [MASK]
+FUTURES = [(*style, 'invisible') for style in STYLES] + [('bert', 'mlm', None, 'mask')]
 
 
 @pytest.fixture(autouse=True)
@@ -62,6 +64,18 @@ def reference_nll(model, window, style):
         out.append(-torch.log_softmax(logits[0, -1].float(), dim=-1)[window[k + 1]])
     return torch.stack(out)
 
+
+def masked_future_nll(model, window):
+    """bert_future='mask' as a plain loop: the whole window, untrimmed, with [MASK] at k+1 and every later position."""
+    S = len(window)
+    pos = torch.arange(S)[None]
+    out = []
+    for k in range(S - 1):
+        logits, _ = model(window[None], pos, torch.zeros_like(pos), content_masked=pos > k,
+                          pred_index=torch.tensor([[k + 1]]))
+        out.append(-torch.log_softmax(logits[0, -1].float(), dim=-1)[window[k + 1]])
+    return torch.stack(out)
+
 # -----------------------------------------------------------------------------
 # 1. batched scoring equals one forward per prefix
 
@@ -92,8 +106,8 @@ def test_eval_style_follows_the_training_config():
 # 2. a prediction at k+1 depends on x_1..x_k only
 
 
-@pytest.mark.parametrize('style,objective,two_stream', STYLES)
-def test_prediction_ignores_the_target_and_everything_after(tmp_path, style, objective, two_stream):
+@pytest.mark.parametrize('style,objective,two_stream,bert_future', FUTURES)
+def test_prediction_ignores_the_target_and_everything_after(tmp_path, style, objective, two_stream, bert_future):
     """Windows share x_0..x_k; x_{k+1} runs over the whole vocabulary and the tokens after it are random. If the
     prediction of x_{k+1} saw nothing past x_k, these are the probabilities of one distribution: they sum to 1,
     and the scores of earlier targets are identical across the windows."""
@@ -102,7 +116,7 @@ def test_prediction_ignores_the_target_and_everything_after(tmp_path, style, obj
         windows = random_windows(VOCAB, 17, seed=k)
         windows[:, :k + 1] = windows[0, :k + 1]
         windows[:, k + 1] = torch.arange(VOCAB)
-        nll = score_windows(model, windows, style, rows_per_pass=100)
+        nll = score_windows(model, windows, style, rows_per_pass=100, bert_future=bert_future)
         assert abs(float(torch.exp(-nll[:, k].double()).sum()) - 1) < 1e-5
         torch.testing.assert_close(nll[:, :k], nll[:1, :k].expand(VOCAB, k), rtol=0, atol=1e-5)
     # control: BERT without the [MASK] (reading the target position of the full window) fails this check
@@ -110,6 +124,31 @@ def test_prediction_ignores_the_target_and_everything_after(tmp_path, style, obj
         leaky_logits = model.lm_head(model.features(windows))[:, k + 1]
     leaky = torch.log_softmax(leaky_logits.double(), dim=-1)[torch.arange(VOCAB), windows[:, k + 1]]
     assert abs(float(torch.exp(leaky).sum()) - 1) > 1e-3
+
+
+def test_masked_future_sees_how_many_positions_follow_but_none_of_their_tokens(tmp_path):
+    """bert_future='mask' equals an untrimmed forward per row (no trimming leak), ignores the tokens after the
+    target, and differs from 'invisible' wherever positions follow the target; 'invisible' stays the default."""
+    model = small_model(tmp_path, 'mlm', seed=4)
+    windows = random_windows(3, 17, seed=4)
+    with torch.no_grad():
+        expected = torch.stack([masked_future_nll(model, w) for w in windows])
+        invisible = torch.stack([reference_nll(model, w, 'bert') for w in windows])
+    for rows_per_pass in (7, 10 ** 6):
+        torch.testing.assert_close(score_windows(model, windows, 'bert', rows_per_pass, bert_future='mask'),
+                                   expected, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(score_windows(model, windows, 'bert', rows_per_pass, bert_future='invisible'),
+                                   score_windows(model, windows, 'bert', rows_per_pass), rtol=0, atol=0)
+    torch.testing.assert_close(score_windows(model, windows, 'bert'), invisible, rtol=1e-5, atol=1e-5)
+    for k in (0, 6, 14):  # new tokens after the target: the same scores at k and before
+        changed = windows.clone()
+        changed[:, k + 2:] = random_windows(3, 17, seed=10 + k)[:, k + 2:]
+        changed_nll = score_windows(model, changed, 'bert', 7, bert_future='mask')
+        torch.testing.assert_close(changed_nll[:, :k + 1], expected[:, :k + 1], rtol=1e-5, atol=1e-5)
+    # the last target has nothing after it, so both readings agree there, and only there
+    torch.testing.assert_close(expected[:, -1], invisible[:, -1], rtol=1e-5, atol=1e-5)
+    gap = (expected - invisible).abs()
+    assert (gap[:, :-1] > 1e-4).all() and gap.mean() > 0.1
 
 # -----------------------------------------------------------------------------
 # 3. uniform logits score ppl = vocab size; buckets recombine to the total
@@ -182,7 +221,7 @@ def bad_vocab_corpus(tmp_path):
 @pytest.mark.parametrize('case,expected', [
     ('missing', 'does not exist'), ('not_a_checkpoint', 'not a lookaround checkpoint'),
     ('meta_vocab', 'vocab mismatch'), ('token_id', "vocab_size=64"), ('too_long', 'longer than'),
-    ('image', 'not a text model')])
+    ('image', 'not a text model'), ('bert_future', "bert_future must be 'invisible' or 'mask', got 'visible'")])
 def test_bad_input_gives_one_line(tmp_path, tiny_corpus, case, expected):
     ckpt, _ = make_checkpoint(tmp_path / 'ar.pt', 'ar')
     args = [f'--ckpt={ckpt}', f'--data={tiny_corpus}']
@@ -199,11 +238,33 @@ def test_bad_input_gives_one_line(tmp_path, tiny_corpus, case, expected):
         args.append('--block_size=34')
     elif case == 'image':
         args[0] = f'--ckpt={make_checkpoint(tmp_path / "img.pt", "vm", input_kind="patches")[0]}'
+    elif case == 'bert_future':
+        args.append('--bert_future=visible')
     result = run_script('eval_ppl.py', *args, f'--out_dir={tmp_path}/out', timeout=120)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 1 and len(lines) == 1, result.stderr
     assert lines[0].startswith('eval_ppl.py: error:') and expected in lines[0]
     assert not (tmp_path / 'out').exists()
+
+
+def test_bert_future_mask_applies_to_bert_runs_only(tmp_path, tiny_corpus):
+    mlm_path, mlm = make_checkpoint(tmp_path / 'mlm.pt', 'mlm', seed=5)
+    ar_path, ar = make_checkpoint(tmp_path / 'ar.pt', 'ar', seed=5)
+    out = tmp_path / 'out'
+    result = run_script('eval_ppl.py', f'--ckpt={mlm_path}', f'--ckpt={ar_path}', '--names=mlm', '--names=ar',
+                        f'--data={tiny_corpus}', '--max_tokens=160', '--bert_future=mask', '--progress=False',
+                        f'--out_dir={out}')
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((out / 'summary.json').read_text())
+    bert_run, ar_run = summary['checkpoints']
+    assert summary['bert_future'] == 'mask' and bert_run['bert_future'] == 'mask' and ar_run['bert_future'] is None
+    assert 'applies to the one-stream BERT runs only: mlm' in result.stdout and 'bert (mask)' in result.stdout
+    tokens = np.fromfile(os.path.join(tiny_corpus, 'val.bin'), dtype=np.uint16)
+    windows = gather_windows(tokens, window_starts(len(tokens), 33, 160), 33)
+    masked = score_windows(mlm.eval(), windows, 'bert', bert_future='mask').double().sum(0).numpy()
+    np.testing.assert_allclose(bert_run['nll_sum_by_k'], masked, rtol=1e-5)
+    np.testing.assert_allclose(ar_run['nll_sum_by_k'], score_windows(ar.eval(), windows, 'causal').double().sum(0),
+                               rtol=1e-5)
 
 # -----------------------------------------------------------------------------
 # torchrun: each process scores its shard, rank 0 gathers; the numbers are those of all the windows

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from objectives import (PAD_GROUP, conditioning_sets, dar_sizes, gvp_sizes, make_batch, masked_sizes,
+from objectives import (PAD_GROUP, conditioning_sets, dar_sizes, gvp_sizes, make_batch, masked_count, masked_sizes,
                         prefix_batch, target_positions, visiting_order)
 
 S = 13  # BOS + 12 positions
@@ -109,6 +109,28 @@ def test_prefix_batches_condition_on_the_prefix_only(style, objective, two_strea
         for p, cond in enumerate(rows):
             assert cond == set(range(int(positions[b, p])))
 
+
+def test_bert_prefix_batch_with_masked_future():
+    """bert_future='mask': every position is present (group 0) and the target and all after it are [MASK], so
+    each row still conditions on exactly {0..k}; the rest of the batch is the 'invisible' one."""
+    x = tokens(B=2)
+    batch, invisible = prefix_batch(x, 'bert', bert_future='mask'), prefix_batch(x, 'bert')
+    positions, target = batch['content_pos'], target_positions(batch)
+    assert (batch['content_groups'] == 0).all() and (invisible['content_groups'] == PAD_GROUP).any()
+    assert torch.equal(batch['content_masked'], positions >= target)
+    for key in ('content', 'content_pos', 'pred_index', 'targets', 'valid'):
+        assert torch.equal(batch[key], invisible[key])
+    for b, rows in enumerate(conditioning_sets(batch)):
+        assert rows == [set(range(int(target[b, 0])))]
+
+
+@pytest.mark.parametrize('style,bert_future,match', [
+    ('bert', 'visible', "'invisible' or 'mask'"), ('bert', None, "'invisible' or 'mask'"),
+    ('causal', 'mask', 'one-stream BERT checkpoints only'), ('masked_two_stream', 'mask', 'one-stream BERT')])
+def test_prefix_batch_refuses_a_bad_bert_future(style, bert_future, match):
+    with pytest.raises(ValueError, match=match):
+        prefix_batch(tokens(B=1), style, bert_future=bert_future)
+
 # -----------------------------------------------------------------------------
 # sampler distributions (fixed seeds, frequency checks)
 
@@ -125,6 +147,48 @@ def test_mlm_masks_exactly_round_rho_L():
     for L, rho in [(12, 0.15), (127, 0.15), (127, 0.3), (196, 0.75)]:
         sizes, _ = masked_sizes(64, L, rho, torch.Generator().manual_seed(0))
         assert (sizes[:, 1] == round(rho * L)).all() and (sizes.sum(1) == L).all()
+
+
+def tie_cases():
+    """(L, rho) pairs where rho * L rounds differently in float32 and float64 (the audit's crash cases first),
+    plus ordinary pairs."""
+    cases = [(95, 0.3), (190, 0.15), (110, 0.55)]
+    for L in range(2, 200):
+        for rho in (0.05, 0.15, 0.25, 0.3, 0.35, 0.45, 0.5, 0.55, 0.7, 0.75, 0.85, 0.95):
+            in_float32 = float((torch.tensor(rho, dtype=torch.float32) * L).round())
+            if in_float32 != round(rho * L) or L % 37 == 0:
+                cases.append((L, rho))
+    return cases
+
+
+@pytest.mark.parametrize('two_stream', [False, True])
+def test_masked_counts_fit_their_static_widths_at_rounding_ties(two_stream):
+    """Counts and static widths come from one rounding: no IndexError, and every masked set fills its rows."""
+    cases = tie_cases()
+    assert len(cases) > 40
+    for L, rho in cases:
+        x = torch.randint(0, 50, (3, L + 1), generator=torch.Generator().manual_seed(L))
+        for objective, ratio in (('mlm', rho), ('vm', (max(0.01, rho - 0.1), rho)), ('vm', (rho, min(0.99, rho + 0.1)))):
+            batch = make_batch(objective, x, torch.Generator().manual_seed(0), mask_ratio=ratio, two_stream=two_stream)
+            n_masked = batch['valid'].sum(dim=1)
+            if objective == 'mlm':
+                assert (n_masked == masked_count(rho, L)).all(), (L, rho)
+            assert batch['valid'].shape[1] == masked_count(ratio[1] if objective == 'vm' else rho, L), (L, ratio)
+
+
+def test_bert_random_tokens_are_ordinary_tokens():
+    """BERT's 10% random replacements never put BOS (or a padding id) into the text (issue 13.6)."""
+    bos = 50256
+    x = torch.randint(0, bos, (64, 129), generator=torch.Generator().manual_seed(0))
+    x[:, 0] = bos
+    batch = make_batch('mlm', x, torch.Generator().manual_seed(1), mask_ratio=0.5, bert_replace=True,
+                       ordinary_tokens=bos)
+    changed = batch['content'] != x
+    assert changed.sum() > 200  # about 64 * 64 * 0.1 random replacements happened
+    assert (batch['content'][:, 1:] < bos).all()
+    small = make_batch('mlm', x % 3, torch.Generator().manual_seed(1), mask_ratio=0.5, bert_replace=True,
+                       ordinary_tokens=3)  # a 3-token vocabulary: every replacement is 0, 1 or 2
+    assert set(small['content'][:, 1:].unique().tolist()) <= {0, 1, 2}
 
 
 @pytest.mark.parametrize('t', [1, 2, 3, 4])
@@ -163,6 +227,9 @@ def test_gvp_segmentations(segmentation):
     (dict(objective='mlm', mask_ratio=1.2), r'\(0, 1\)'),
     (dict(objective='mlm', mask_ratio=(0.1, 0.2)), 'vm'),
     (dict(objective='bart'), 'unknown objective'),
+    (dict(objective='vm', mask_ratio=(1.5,)), r'range \(low, high\)'),  # --mask_ratio=1.5 over a tuple default
+    (dict(objective='vm', mask_ratio=(0.1, 0.2, 0.3)), r'range \(low, high\)'),
+    (dict(objective='mlm', bert_replace=True), 'ordinary_tokens'),
     (dict(objective='gvp', n_groups=40), 'n_groups'),
 ])
 def test_bad_arguments(kwargs, match):

@@ -217,27 +217,39 @@ def test_checkpoint_commands(tmp_path, capsys):
     torch.manual_seed(0)
     config = ModelConfig(block_size=9, n_layer=2, n_head=2, n_embd=16)
     model = Transformer(config).eval()
-    ckpt = tmp_path / 'ckpt.pt'
-    save_checkpoint({'model': model.state_dict(), 'model_config': asdict(config), 'config': {'objective': 'mlm'},
-                     'iter': 0}, ckpt)
+    ckpts = {}
+    for objective in ('mlm', 'ar'):  # the same weights under each pretraining attention
+        ckpts[objective] = tmp_path / objective / 'ckpt.pt'
+        ckpts[objective].parent.mkdir()
+        save_checkpoint({'model': model.state_dict(), 'model_config': asdict(config),
+                         'config': {'objective': objective}, 'iter': 0}, ckpts[objective])
+    ckpt = ckpts['mlm']
     data_dir = tmp_path / 'data'
     data_dir.mkdir()
     np.random.default_rng(0).integers(0, 50257, 3000).astype(np.uint16).tofile(data_dir / 'val.bin')
     out = tmp_path / 'out'
-    theory.main(['connectivity', '--ckpt', str(ckpt), str(ckpt), '--data_dir', str(data_dir), '--num_samples', '40',
-                 '--top', '100', '--batch_size', '16', '--out_dir', str(out)])
+    theory.main(['connectivity', '--ckpt', str(ckpt), str(ckpts['ar']), '--data_dir', str(data_dir),
+                 '--num_samples', '40', '--top', '100', '--batch_size', '16', '--out_dir', str(out)])
+    lines = capsys.readouterr().out.splitlines()
+    assert 'bidirectional attention, mean pooling' in lines[0] and 'causal attention, last pooling' in lines[1]
     windows = theory.text_windows(data_dir, 9, 40)
     assert windows.shape == (40, 9) and np.all(windows[:, 0] == theory.BOS)
-    pooled = model.features(torch.as_tensor(windows))[:, 1:].mean(1).numpy()
-    expected = np.sort((pooled @ pooled.T)[np.triu_indices(40, k=1)])[::-1][:100]
+    content = torch.as_tensor(windows)
+    causal = torch.arange(9).expand(40, 9)
     with open(out / 'connectivity.csv') as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 200 and (out / 'connectivity.png').exists()
-    assert np.allclose([float(row['inner product']) for row in rows[:100]], expected, rtol=1e-4)
+    for pooled, part in ((model.features(content)[:, 1:].mean(1).numpy(), rows[:100]),
+                         (model.features(content, content_groups=causal)[:, -1].numpy(), rows[100:])):
+        expected = np.sort((pooled @ pooled.T)[np.triu_indices(40, k=1)])[::-1][:100]
+        assert np.allclose([float(row['inner product']) for row in part], expected, rtol=1e-4)
+    theory.main(['connectivity', '--ckpt', str(ckpts['ar']), '--data_dir', str(data_dir), '--num_samples', '20',
+                 '--top', '10', '--pooling', 'mean', '--out_dir', str(out)])
+    assert 'causal attention, mean pooling' in capsys.readouterr().out
     theory.main(['effrank', '--ckpt', str(ckpt), '--data_dir', str(data_dir), '--num_samples', '24', '--batch_size',
                  '10', '--out_dir', str(out)])
-    ranks = theory.layer_ranks(model, windows[:24], tau=0.8, batch_size=10, seed=3)
-    content = torch.as_tensor(windows[:24])
+    ranks = theory.layer_ranks(model, windows[:24], 'mlm', tau=0.8, batch_size=10, seed=3)
+    content = content[:24]
     draws = np.random.default_rng(3)
     masked = np.concatenate([draws.random((n, 9)) < 0.15 for n in (10, 10, 4)])
     masked[:, 0] = False  # the same draws as layer_ranks: one (batch, 9) block per batch of 10
@@ -249,8 +261,71 @@ def test_checkpoint_commands(tmp_path, capsys):
         assert {name: theory.effective_rank(h.numpy(), 0.8) for name, h in direct.items()} == \
                {name: ranks[name][layer] for name in direct}
         assert all(1 <= ranks[name][layer] <= 16 for name in ranks)
-    assert 'with_mask_real' in capsys.readouterr().out
+    out_text = capsys.readouterr().out
+    assert 'with_mask_real' in out_text and 'bidirectional attention' in out_text
     with pytest.raises(SystemExit, match='val.bin not found'):
         theory.main(['effrank', '--ckpt', str(ckpt), '--data_dir', str(tmp_path / 'none')])
     with pytest.raises(SystemExit, match='does not exist'):
         theory.main(['connectivity', '--ckpt', str(tmp_path / 'missing.pt'), '--data_dir', str(data_dir)])
+
+# -----------------------------------------------------------------------------
+# every checkpoint is read with its own pretraining attention (causal ar, bidirectional mlm), as eval_glue.py
+
+def windows_differing_last(seed=0, n=6, length=33):
+    """Two (n, length) id batches, BOS first, equal except for the last token."""
+    rng = np.random.default_rng(seed)
+    windows = np.concatenate([np.full((n, 1), theory.BOS), rng.integers(0, 50000, (n, length - 1))], axis=1)
+    changed = windows.copy()
+    changed[:, -1] = (changed[:, -1] + 1 + rng.integers(0, 1000, n)) % 50000
+    return windows, changed
+
+def test_features_follow_pretraining_attention(tmp_path):
+    torch = pytest.importorskip('torch')
+    from conftest import make_checkpoint
+    from model import load_checkpoint
+    windows, changed = windows_differing_last()
+    for objective in ('ar', 'mlm'):
+        model, _ = load_checkpoint(make_checkpoint(tmp_path / f'{objective}.pt', objective=objective)[0])
+        before, after = (theory.encode_windows(model, torch.as_tensor(w), objective) for w in (windows, changed))
+        early_moved = (after[:, :-1] - before[:, :-1]).abs().max().item()
+        if objective == 'ar':  # a GPT's feature at position k has seen tokens 0..k only
+            assert early_moved == 0
+        else:  # a masked model's features see the whole window
+            assert early_moved > 1e-4
+        assert (after[:, -1] - before[:, -1]).abs().max().item() > 1e-4
+    # auto pooling of an ar model is its causal last-position feature
+    model, _ = load_checkpoint(make_checkpoint(tmp_path / 'ar.pt', objective='ar')[0])
+    content = torch.as_tensor(windows)
+    causal_last = model.features(content, content_groups=torch.arange(33).expand(6, 33))[:, -1].numpy()
+    assert np.allclose(theory.pooled_features(model, windows, 'ar', batch_size=4), causal_last, atol=1e-6)
+    assert np.allclose(theory.pooled_features(model, windows, 'ar', 'last'), causal_last, atol=1e-6)
+    bidirectional_last = model.features(content)[:, -1].numpy()
+    assert not np.allclose(theory.pooled_features(model, windows, 'ar'), bidirectional_last, atol=1e-4)
+    mean_after_bos = theory.encode_windows(model, content, 'ar')[:, 1:].mean(1).numpy()
+    assert np.allclose(theory.pooled_features(model, windows, 'ar', 'mean'), mean_after_bos, atol=1e-6)
+    with pytest.raises(ValueError, match='pooling'):
+        theory.pooled_features(model, windows, 'ar', 'first')
+    with pytest.raises(ValueError, match='objective'):
+        theory.pooled_features(model, windows, None)
+
+def test_effective_rank_features_of_ar_do_not_see_later_tokens(tmp_path):
+    torch = pytest.importorskip('torch')
+    from conftest import make_checkpoint
+    from model import load_checkpoint
+    model, _ = load_checkpoint(make_checkpoint(tmp_path / 'ar.pt', objective='ar')[0])
+    windows, changed = windows_differing_last(seed=1)
+    masked = torch.zeros(windows.shape, dtype=torch.bool)
+    masked[:, 3::4] = True
+    for content_masked in (None, masked):
+        before, after = (theory.encode_windows(model, torch.as_tensor(w), 'ar', content_masked, all_layers=True)
+                         for w in (windows, changed))
+        assert len(before) == 2 and all(torch.equal(b[:, :-1], a[:, :-1]) for b, a in zip(before, after))
+    # and layer_ranks reads every layer through that encoding: record what the model hands it
+    seen = []
+    features = model.features
+    model.features = lambda *args, **kwargs: seen.append(features(*args, **kwargs)) or seen[-1]
+    ranks = [theory.layer_ranks(model, w, 'ar', batch_size=4, seed=0) for w in (windows, changed)]
+    assert all(1 <= rank <= 32 for r in ranks for name in r for rank in r[name])
+    half = len(seen) // 2  # clean and masked passes of every batch, for windows then for changed
+    assert half == 4 and all(torch.equal(b[:, :-1], a[:, :-1])
+                             for before, after in zip(seen[:half], seen[half:]) for b, a in zip(before, after))

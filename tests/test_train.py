@@ -148,6 +148,100 @@ def test_config_errors(tmp_path, tiny_corpus):
     one_line_failure(train(tmp_path, tiny_corpus, '--objective=bart'), 'unknown objective')
 
 
+@pytest.mark.parametrize('flag,match', [
+    ('--batch_size=0', "'batch_size' must lie in [1, inf), got 0"),
+    ('--dropout=1.0', "'dropout' must lie in [0, 1)"),
+    ('--learning_rate=0.0', "'learning_rate' must lie in (0, inf)"),
+    ('--beta2=1.0', "'beta2' must lie in [0, 1)"),
+    ('--gradient_accumulation_steps=0', "'gradient_accumulation_steps' must lie in [1, inf)"),
+    ('--block_size=1', "'block_size' must lie in [2, inf)"),
+    ('--max_iters=-5', "'max_iters' must lie in [1, inf)"),
+    ('--warmup_iters=-1', "'warmup_iters' must lie in [0, inf)"),
+    ('--t=0', "'t' must lie in [1, inf)"),
+])
+def test_out_of_range_values_stop_up_front(tmp_path, tiny_corpus, flag, match):
+    one_line_failure(train(tmp_path / 'out', tiny_corpus, flag), match)
+    assert not os.path.exists(tmp_path / 'out')
+
+
+def test_objective_settings_stop_up_front(tmp_path, tiny_corpus):
+    """vm's config holds a tuple, so --mask_ratio=1.5 arrives as (1.5,): still one line naming the key."""
+    vm = ['config/vm_shakespeare.py', f'--dataset={tiny_corpus}', f'--out_dir={tmp_path / "out"}', *TINY]
+    one_line_failure(run_script('train.py', *vm, '--mask_ratio=1.5'), 'mask_ratio must be one ratio in (0, 1) or a range')
+    one_line_failure(run_script('train.py', *vm, '--mask_ratio=(0.3,0.1)'), 'low <= high')
+    one_line_failure(train(tmp_path / 'out', tiny_corpus, '--objective=gvp', '--n_groups=40'), 'n_groups')
+    one_line_failure(train(tmp_path / 'out', tiny_corpus, '--objective=gvp', '--segmentation=even'), 'segmentation')
+    assert not os.path.exists(tmp_path / 'out')
+
+
+def test_a_step_that_cannot_fit_stops_before_allocating(tmp_path, tiny_corpus):
+    """block_size=100000 on a CPU: the GPT-2 logits alone are 16 x 100000 x 50304 floats; refuse with one line."""
+    corpus = write_corpus(tmp_path / 'long', np.arange(250_000) % 40, np.arange(150_000) % 40)
+    result = train(tmp_path / 'out', corpus, '--block_size=100000', '--batch_size=16', '--n_embd=32')
+    one_line_failure(result, 'needs at least')
+    assert 'GiB' in result.stderr and 'lower block_size or batch_size' in result.stderr
+
+
+def test_a_new_run_never_touches_an_old_one(tmp_path, tiny_corpus):
+    out = tmp_path / 'out'
+    assert train(out, tiny_corpus, '--max_iters=4', '--eval_interval=2').returncode == 0
+    before = {name: (out / name).read_bytes() for name in os.listdir(out)}
+    assert {'ckpt_last.pt', 'ckpt_best.pt', 'log.jsonl', 'loss.csv', 'loss.png'} <= set(before)
+    for args in (['--max_iters=1'], ['--max_iters=8', '--objective=dar']):
+        one_line_failure(train(out, tiny_corpus, *args), 'already holds a run')
+    assert {name: (out / name).read_bytes() for name in os.listdir(out)} == before
+    for name in ('ckpt_best.pt', 'ckpt_last.pt', 'loss.png', 'loss.csv'):  # any one file of a run is a run
+        only = tmp_path / f'only-{name}'
+        only.mkdir()
+        (only / name).write_bytes(before[name])
+        one_line_failure(train(only, tiny_corpus, '--max_iters=1'), 'already holds a run')
+    replaced = train(out, tiny_corpus, '--max_iters=2', '--eval_interval=1', '--overwrite=True')
+    assert replaced.returncode == 0, replaced.stderr
+    assert [r['iter'] for r in log(out)] == [1, 2]  # the old run's log is gone, not appended to
+    assert read_checkpoint(out / 'ckpt_last.pt')['iter'] == 2
+
+
+def test_a_second_signal_exits_at_once_inside_a_long_step(tmp_path):
+    """stop_on_signals: the first TERM asks for a save after the step; the second must end the process even while
+    it sits in one long C++ call (Python-level handlers would wait for the call to return)."""
+    script = ("import sys, torch; sys.path.insert(0, '.'); from configurator import stop_on_signals\n"
+              "received = stop_on_signals()\n"
+              "a = torch.randn(12000, 12000)\n"
+              "print('ready', flush=True)\n"
+              "torch.mm(a, a)\n"  # minutes on one core
+              "print('finished', received, flush=True)\n")
+    proc = subprocess.Popen([sys.executable, '-c', script], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    assert proc.stdout.readline().strip() == 'ready'
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        stdout, stderr = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("the second SIGTERM did not end the process inside the long step")
+    assert proc.returncode == 128 + signal.SIGTERM, (proc.returncode, stderr)
+    assert 'finished' not in stdout
+    assert 'send it again to exit now' in stderr and 'exiting now' in stderr
+
+
+def test_ctrl_c_saves_like_sigterm(tmp_path, tiny_corpus):
+    """One SIGINT (Ctrl-C) is a request to stop: the step finishes, ckpt_last.pt is saved, the exit is clean."""
+    out = tmp_path / 'out'
+    proc = subprocess.Popen([sys.executable, 'train.py', f'--dataset={tiny_corpus}', f'--out_dir={out}', *TINY,
+                             '--max_iters=100000', '--eval_interval=100000'], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert 'parameters' in proc.stdout.readline()  # the header, printed right before the first step
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert 'Traceback' not in stderr and 'init_from=resume' in stdout + stderr
+    assert 0 < read_checkpoint(out / 'ckpt_last.pt')['iter'] < 100000
+
+
 def test_data_errors(tmp_path, tiny_corpus):
     one_line_failure(train(tmp_path, str(tmp_path / 'nowhere' / 'corpus')), 'prepare')
     empty = tmp_path / 'empty'
