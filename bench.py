@@ -22,15 +22,15 @@ import statistics
 import sys
 import time
 import warnings
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from datetime import datetime, timezone
 
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from configurator import configure, one_line_errors
-from data.text import BOS, VOCAB_SIZE
+from configurator import check_ranges, configure, one_line_errors, pick_compile, setup_processes
+from data.text import BOS
 from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask, open_pairs
 from objectives import make_batch, to_device
 
@@ -90,22 +90,17 @@ unknown = [v for v in variants if v not in VARIANTS] + [b for b in backends if b
 if unknown or not variants or not backends:
     raise ValueError(f"unknown or empty variants/backends {unknown}: variants from {sorted(VARIANTS)}, "
                      "backends from ['flex', 'sdpa']")
-if device == 'auto':
-    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+check_ranges(config, {'n_layer': '[1, inf)', 'n_head': '[1, inf)', 'n_embd': '[1, inf)', 'dropout': '[0, 1)',
+                      'block_size': '[4, inf)', 'batch_size': '[1, inf)', 'seq_lens': '[4, inf)',
+                      'memory_seq_lens': '[4, inf)', 'warmup': '[0, inf)', 'steps': '[1, inf)',
+                      'grad_clip': '[0, inf)', 'seed': '[0, inf)'})
+_, _, _, _, device, dtype, autocast = setup_processes(device, dtype)  # one process (refused under torchrun above)
 device_type = 'cuda' if device.startswith('cuda') else 'cpu'
-if dtype == 'auto':
-    dtype = 'bfloat16' if device_type == 'cuda' and torch.cuda.is_bf16_supported() else 'float32'
-autocast = nullcontext() if dtype == 'float32' else torch.autocast(device_type, dtype=getattr(torch, dtype))
-if compile == 'auto':
-    compile = device_type == 'cuda'
+compile = pick_compile(compile, device)
 warmup = (10 if device_type == 'cuda' else 2) if warmup is None else warmup
 steps = (50 if device_type == 'cuda' else 10) if steps is None else steps
-if steps < 1 or warmup < 0:
-    raise ValueError(f"need steps >= 1 and warmup >= 0, got steps={steps}, warmup={warmup}")
 if device_type == 'cuda':
     torch.cuda.set_device(device)
-    torch.backends.cuda.matmul.allow_tf32 = True
-    torch.backends.cudnn.allow_tf32 = True
     device_name = torch.cuda.get_device_name(device)
 else:
     device_name = f"CPU ({torch.get_num_threads()} threads)"
@@ -113,8 +108,6 @@ peak_flops = next((tf * 1e12 for name, tf in PEAK_TFLOPS.get(dtype, []) if name 
     if device_type == 'cuda' else None
 speed_lens = tuple(sorted(set(seq_lens))) or tuple(s for s in (128, 512) if s < block_size) + (block_size,)
 memory_lens = tuple(memory_seq_lens) or ((4 * block_size,) if device_type == 'cuda' else ())
-if min(speed_lens + memory_lens) < 4:
-    raise ValueError(f"sequence lengths must be >= 4 (BOS + tokens), got {speed_lens + memory_lens}")
 tokens_per_step = batch_size * block_size
 # FlexAttention has no CPU backward (model.py): on CPU flex is timed forward-only, next to SDPA's forward
 train_backends = [b for b in backends if device_type == 'cuda' or b == 'sdpa']

@@ -16,11 +16,11 @@ import torch.distributed as dist
 
 
 def _coerce(key, value, default):
-    """Same type as the default (an int may stand for a float, a list for a tuple); None defaults take anything, and
-    'auto' defaults take any string or bool (--compile=False, --device=cuda:1): the script checks the value."""
+    """Same type as the default (an int may stand for a float, a list for a tuple). None and 'auto' defaults take
+    anything (--compile=False, --device=cuda:1): the script checks such a value and names the accepted ones."""
     if isinstance(value, list):
         value = tuple(value)
-    if default is None or value is None or (default == 'auto' and isinstance(value, (str, bool))):
+    if default is None or value is None or default == 'auto':
         return value
     if isinstance(default, float) and type(value) is int:
         return float(value)

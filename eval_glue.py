@@ -21,9 +21,9 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from configurator import configure, one_line_errors, setup_processes
+from configurator import check_ranges, configure, one_line_errors, pick_attn_backend, setup_processes
 from data import glue_tasks
-from data.finetune import (Classifier, attention_style, encode_rows, fit_least_squares, fit_logistic, join_pair,
+from data.finetune import (STYLES, Classifier, attention_style, encode_rows, fit_least_squares, fit_logistic, join_pair,
                            length_batches, lr_at, pad_batch, resolve_pooling, standardize, task_loss,
                            to_predictions, write_text_atomic)
 from data.text import get_tokenizer
@@ -54,8 +54,9 @@ probe_l2 = 1e-3             # linear probe: L2 on the weights (logistic: mean CE
 probe_iters = 500           # linear probe: L-BFGS iterations
 max_train_rows = 0          # > 0: fine-tune / probe on the first this-many train rows only (quick looks)
 save_predictions = False    # keep every run's dev predictions in the JSON
-device = 'auto'
-dtype = 'auto'
+device = 'auto'             # 'cpu', 'cuda', 'cuda:1', ... ; auto = cuda if available
+dtype = 'auto'              # bf16 autocast on CUDA, fp32 on CPU
+attn_backend = 'auto'       # 'flex' on CUDA, 'sdpa' (dense mask) on CPU
 progress = True
 # -----------------------------------------------------------------------------
 one_line_errors('eval_glue.py')
@@ -66,6 +67,8 @@ config = {k: v for k, v in globals().items() if not k.startswith('_') and isinst
 # checks before any work, so a bad flag costs seconds, not a fine-tuning run
 if not ckpt:
     raise ValueError("no checkpoint: pass --ckpt=out-<name>/ckpt_best.pt (repeat --ckpt for several)")
+if not isinstance(glue_dir, str):
+    raise ValueError(f"glue_dir must be 'auto' or a folder holding <Task>/train.tsv, got {glue_dir!r}")
 if mode not in ('finetune', 'linprobe'):
     raise ValueError(f"mode must be 'finetune' or 'linprobe', got {mode!r}")
 task_names = [name for entry in tasks for name in str(entry).split(',') if name] or \
@@ -76,14 +79,20 @@ if len(set(task_names)) != len(task_names):
     raise ValueError(f"a task is listed twice in --tasks: {task_names}")
 if not seeds:
     raise ValueError("seeds is empty: pass e.g. --seeds=0")
-if epochs < 1 or batch_size < 1 or eval_batch_size < 1:
-    raise ValueError("epochs, batch_size and eval_batch_size must be >= 1")
+check_ranges(config, {
+    'max_len': '[2, inf)', 'batch_size': '[1, inf)', 'eval_batch_size': '[1, inf)', 'epochs': '[1, inf)',
+    'learning_rate': '(0, inf)', 'warmup_frac': '[0, 1]', 'weight_decay': '[0, inf)', 'beta1': '[0, 1)',
+    'beta2': '[0, 1)', 'grad_clip': '[0, inf)', 'dropout': '[0, 1)', 'seeds': '[0, inf)', 'probe_l2': '[0, inf)',
+    'probe_iters': '[1, inf)', 'max_train_rows': '[0, inf)'})
+if attention != 'auto' and attention not in STYLES:
+    raise ValueError(f"attention must be 'auto', 'causal' or 'bidirectional', got {attention!r}")
+resolve_pooling(pooling, 'bidirectional')  # the value alone, before any work; each checkpoint's style below
 
 # -----------------------------------------------------------------------------
 # processes and devices (like train.py)
 ddp, rank, local_rank, world_size, device, dtype, autocast = setup_processes(device, dtype)
 master, device_type = rank == 0, device.split(':')[0]
-attn_backend = 'flex' if device_type == 'cuda' else 'sdpa'
+attn_backend = pick_attn_backend(attn_backend, device)
 static_shapes = device_type == 'cuda'  # pad every batch to max_len: one compiled kernel, no recompiles
 
 # -----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import numpy as np
 import torch.distributed as dist
 from tqdm import tqdm
 
-from configurator import configure, one_line_errors, setup_processes
+from configurator import check_ranges, configure, one_line_errors, pick_attn_backend, setup_processes
 from data.plot import line_plot
 from data.ppl import (BERT_FUTURES, DEFAULT_BUCKETS, bucket_name, bucket_table, check_buckets, eval_style,
                       gather_windows, perplexity, score_windows, window_starts)
@@ -47,13 +47,14 @@ progress = True
 # -----------------------------------------------------------------------------
 one_line_errors('eval_ppl.py')
 configure(globals(), sys.argv[1:])
+check_ranges(globals(), {'block_size': '[0, inf)', 'max_tokens': '[0, inf)', 'batch_size': '[1, inf)',
+                         'rows_per_pass': '[1, inf)'})
 
 # -----------------------------------------------------------------------------
 # processes and devices (as in train.py)
 ddp, rank, local_rank, world_size, device, dtype, autocast = setup_processes(device, dtype)
 master, device_type = rank == 0, device.split(':')[0]
-if attn_backend == 'auto':
-    attn_backend = 'flex' if device_type == 'cuda' else 'sdpa'
+attn_backend = pick_attn_backend(attn_backend, device)
 
 # -----------------------------------------------------------------------------
 # checkpoints: check them all before scoring any, so a bad one fails in seconds
@@ -64,8 +65,6 @@ if names and len(names) != len(ckpt):
 buckets = check_buckets(buckets)
 if bert_future not in BERT_FUTURES:
     raise ValueError(f"bert_future must be 'invisible' or 'mask', got {bert_future!r}: e.g. --bert_future=mask")
-if not (rows_per_pass >= 1 and batch_size >= 1):
-    raise ValueError(f"rows_per_pass and batch_size must be >= 1, got {rows_per_pass} and {batch_size}")
 runs = []
 for i, path in enumerate(ckpt):
     checkpoint = read_checkpoint(path)

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
-from configurator import configure, one_line_errors, setup_processes
+from configurator import check_ranges, configure, one_line_errors, pick_attn_backend, setup_processes
 from data.images import load_images
 from data.lpips import MIN_SIDE
 from data.vision_eval import (Classifier, accuracy, check_pool, cosine_lr, encode, fill_order, layer_decay_groups,
@@ -81,13 +81,17 @@ progress = True
 one_line_errors('eval_vision.py')
 configure(globals(), sys.argv[1:])
 TASKS = ('linprobe', 'finetune', 'recon')
+check_ranges(globals(), {
+    'image_size': '[0, inf)', 'train_subset': '[0, inf)', 'val_subset': '[0, inf)', 'epochs': '[1, inf)',
+    'batch_size': '[1, inf)', 'learning_rate': '(0, inf)', 'warmup_epochs': '[0, inf)', 'weight_decay': '[0, inf)',
+    'layer_decay': '(0, 1]', 'label_smoothing': '[0, 1)', 'mixup_alpha': '[0, inf)', 'recon_ratio': '(0, 1)',
+    'grid_images': '[1, inf)', 'eval_batch_size': '[1, inf)', 'seed': '[0, inf)'})
 
 # -----------------------------------------------------------------------------
 # processes and devices (as in train.py)
 ddp, rank, local_rank, world_size, device, dtype, autocast = setup_processes(device, dtype)
 master, device_type = rank == 0, device.split(':')[0]
-if attn_backend == 'auto':
-    attn_backend = 'flex' if device_type == 'cuda' else 'sdpa'
+attn_backend = pick_attn_backend(attn_backend, device)
 
 # -----------------------------------------------------------------------------
 # checks: every checkpoint and data set before any work, so a bad one fails in seconds
@@ -97,9 +101,6 @@ if not ckpt:
     raise ValueError("no checkpoint given: pass --ckpt=out-dar-fmnist/ckpt_best.pt (repeat --ckpt=... to compare)")
 if names and len(names) != len(ckpt):
     raise ValueError(f"{len(names)} names for {len(ckpt)} checkpoints: give one --names=... per --ckpt=..., or none")
-if min(epochs, batch_size, eval_batch_size) < 1:
-    raise ValueError(f"epochs, batch_size and eval_batch_size must be >= 1, got {epochs}, {batch_size}, "
-                     f"{eval_batch_size}")
 image_sets = {}
 runs = []
 for i, path in enumerate(ckpt):

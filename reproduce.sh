@@ -62,11 +62,16 @@ table7() {  # table7 [steps]: the 1500-step runs go to $OUT/table7, any other bu
   two_at_a_time "${runs[@]}"
   runs=()
   for seed in $SEEDS; do
+    # both readings of a BERT prefix (issue 13): the positions after the target left out (ppl-*) or [MASK] (ppl-mask-*)
     for data in shakespeare wikipedia; do
-      [ -f $dir/ppl-$data-$seed/summary.json ] ||
-        runs+=("$PYTHON eval_ppl.py config/eval_ppl_$data.py --max_tokens=6000 --progress=False \
-                --out_dir=$dir/ppl-$data-$seed --ckpt=$dir/mlm15-$seed/ckpt_best.pt \
-                --ckpt=$dir/mlm30-$seed/ckpt_best.pt --ckpt=$dir/vm-$seed/ckpt_best.pt >/dev/null")
+      for future in invisible mask; do
+        local name=ppl-$data-$seed
+        [ $future = mask ] && name=ppl-mask-$data-$seed
+        [ -f $dir/$name/summary.json ] ||
+          runs+=("$PYTHON eval_ppl.py config/eval_ppl_$data.py --max_tokens=6000 --progress=False \
+                  --bert_future=$future --out_dir=$dir/$name --ckpt=$dir/mlm15-$seed/ckpt_best.pt \
+                  --ckpt=$dir/mlm30-$seed/ckpt_best.pt --ckpt=$dir/vm-$seed/ckpt_best.pt >/dev/null")
+      done
     done
   done
   two_at_a_time "${runs[@]}"
@@ -190,23 +195,35 @@ for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
     steps = suffix.lstrip('-') or '1500'
     if not all(os.path.exists(f'{run_dir}/ppl-{d}-{s}/summary.json') for d in ('shakespeare', 'wikipedia') for s in seeds):
         continue
+    # the [MASK]-after-target reading (eval_ppl --bert_future=mask) as extra columns, once every seed has it
+    masked_reading = all(os.path.exists(f'{run_dir}/ppl-mask-{d}-{s}/summary.json')
+                         for d in ('shakespeare', 'wikipedia') for s in seeds)
     rows, ppl7 = [], {}
+    def short_ppl(run):  # prefixes k < 8: the first 4 buckets
+        return np.exp(sum(b['nll_sum'] for b in run['buckets'][:4]) / sum(b['targets'] for b in run['buckets'][:4]))
     for data in ('shakespeare', 'wikipedia'):
         runs = [json.load(open(f'{run_dir}/ppl-{data}-{s}/summary.json'))['checkpoints'] for s in seeds]
+        if masked_reading:
+            mask_runs = [json.load(open(f'{run_dir}/ppl-mask-{data}-{s}/summary.json'))['checkpoints'] for s in seeds]
         curves = {}
         for i, c in enumerate(runs[0]):
             name = seed_of(os.path.dirname(c['name']) or c['name'])[0]
             ppl7[data, name] = [run[i]['ppl'] for run in runs]
-            short = [np.exp(sum(b['nll_sum'] for b in run[i]['buckets'][:4]) /
-                            sum(b['targets'] for b in run[i]['buckets'][:4])) for run in runs]
-            rows.append(f"| {data} | {name} | {ms(ppl7[data, name], '.1f')} | {ms(short, '.1f')} |")
+            short = [short_ppl(run[i]) for run in runs]
+            row = f"| {data} | {name} | {ms(ppl7[data, name], '.1f')} | {ms(short, '.1f')} |"
+            if masked_reading:
+                row += (f" {ms([run[i]['ppl'] for run in mask_runs], '.1f')} |"
+                        f" {ms([short_ppl(run[i]) for run in mask_runs], '.1f')} |")
+            rows.append(row)
             ks = [b['k_first'] + 1 for b in c['buckets']]
             curves[name] = (ks, [float(np.mean([run[i]['buckets'][j]['ppl'] for run in runs])) for j in range(len(ks))])
         line_plot(f'{res}/fig3_ppl_by_k_{data}{suffix}.png', curves, title=f'Fig. 3: ppl by conditioning length, '
                   f'{data}, {steps} steps (mean of {len(seeds)} seeds)', xlabel='k+1 (bucket start)', ylabel='ppl',
                   logx=True, logy=True)
-    table(f"Table 7 / Fig. 3: perplexity of masked models, {steps} steps", ["data", "model", "ppl", "ppl at k < 8"],
-          rows)
+    header = ["data", "model", "ppl", "ppl at k < 8"]
+    if masked_reading:
+        header += ["ppl, [MASK] after target", "at k < 8, [MASK] after target"]
+    table(f"Table 7 / Fig. 3: perplexity of masked models, {steps} steps", header, rows)
     table(f"Table 7, {steps} steps: paired differences (paper: vm below both fixed ratios)",
           ["difference", "ppl", "paper's way?"],
           [diff_row(f"{d}: vm - {m}", ppl7[d, m], ppl7[d, 'vm'], -1, '.1f')

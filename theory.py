@@ -312,8 +312,8 @@ def run_toy(args):
         cf = '-' if rep['closed_form'] is None else f"{rep['closed_form'][args.r * args.s - 1]:.10f}"
         diff = '-' if rep['max_abs_diff'] is None else f"{rep['max_abs_diff']:.1e}"
         print(f"{label:<22}{rep['rows']:>9} x {rep['cols']:<5}{cf:>16}{diff:>12}{rep['sum_sigma4_beyond_r']:14.6f}")
-    print(f"(ar rows include the r class-tagged empty prefixes; the paper prints r(T^s-T)/(T-1), r fewer. "
-          f"vm closed form is derived here, not the paper's)")
+    print("(ar rows include the r class-tagged empty prefixes; the paper prints r(T^s-T)/(T-1), r fewer. "
+          "vm closed form is derived here, not the paper's)")
     path = Path(args.out_dir) / f"toy_spectra_r{args.r}_s{args.s}_T{args.T}.png"
     line_plot(str(path), {label: (range(1, len(rep['singular_values']) + 1), rep['singular_values'])  # ar on top
                           for label, rep in reversed(list(zip(labels, reports)))},

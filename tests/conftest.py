@@ -1,6 +1,7 @@
 """Shared test fixtures: tiny corpora and checkpoints in train.py's format, made in seconds."""
 import json
 import os
+import runpy
 import subprocess
 import sys
 from dataclasses import asdict
@@ -15,6 +16,7 @@ sys.path.insert(0, ROOT)
 from model import ModelConfig, Transformer, save_checkpoint  # noqa: E402
 
 BOS = 50256
+FIXTURES_GLUE = os.path.join(ROOT, 'tests', 'fixtures', 'glue')  # a few rows of every GLUE task, in GLUE's format
 
 
 def write_corpus(folder, train_tokens, val_tokens):
@@ -58,3 +60,19 @@ def run_script(*args, timeout=300, env=None):
     """Run one of the top-level scripts as a user would; returns the CompletedProcess."""
     return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, 'OMP_NUM_THREADS': '1', **(env or {})})
+
+
+def script_error(script, *args):
+    """Run a top-level script in this process until the ValueError its up-front checks raise; -> its message.
+    Milliseconds instead of a new interpreter, for tests of many bad flags (the one-line printing of these errors is
+    tested with run_script)."""
+    argv, hook, cwd = sys.argv, sys.excepthook, os.getcwd()
+    sys.argv = [script, *args]
+    os.chdir(ROOT)
+    try:
+        with pytest.raises((ValueError, FileNotFoundError)) as error:
+            runpy.run_path(os.path.join(ROOT, script), run_name='__main__')
+    finally:
+        sys.argv, sys.excepthook = argv, hook
+        os.chdir(cwd)
+    return str(error.value)

@@ -5,8 +5,6 @@ import csv
 import json
 import os
 import random
-import runpy
-import sys
 
 import numpy as np
 import pytest
@@ -15,13 +13,13 @@ from scipy import stats
 from sklearn import linear_model
 from sklearn import metrics as skm
 
-from conftest import ROOT, make_checkpoint, run_script
+from conftest import FIXTURES_GLUE, ROOT, make_checkpoint, run_script, script_error
 from data import glue_tasks as gt
 from data import finetune as ft
 from data.text import get_tokenizer
 from model import PAD_GROUP
 
-FIXTURES = os.path.join(ROOT, 'tests', 'fixtures', 'glue')
+FIXTURES = FIXTURES_GLUE
 QUICK = ['--epochs=1', '--progress=False', '--batch_size=4']
 
 
@@ -245,16 +243,7 @@ def test_separable_task_beats_chance(tmp_path):
 # issue test 4: bad input, one clear line each
 
 
-def run_in_process(monkeypatch, *args):
-    """The script in this process (no second torch import): -> the ValueError it stops with."""
-    monkeypatch.setattr(sys, 'argv', ['eval_glue.py', *args])
-    monkeypatch.setattr(sys, 'excepthook', sys.excepthook)  # one_line_errors replaces it
-    with pytest.raises(ValueError) as excinfo:
-        runpy.run_path(os.path.join(ROOT, 'eval_glue.py'), run_name='__main__')
-    return str(excinfo.value)
-
-
-def test_bad_input_one_line_each(tmp_path, monkeypatch):
+def test_bad_input_one_line_each(tmp_path):
     ar, _ = make_checkpoint(tmp_path / 'ar.pt', 'ar')
     image, _ = make_checkpoint(tmp_path / 'image.pt', 'mlm', input_kind='patches')
     good_dev = open(os.path.join(FIXTURES, 'SST-2', 'dev.tsv')).read()
@@ -270,9 +259,11 @@ def test_bad_input_one_line_each(tmp_path, monkeypatch):
         ([f'--ckpt={image}', f'--glue_dir={FIXTURES}', '--tasks=rte'], ['text checkpoint']),
         ([f'--ckpt={ar}', f'--glue_dir={FIXTURES}', '--tasks=rte', '--pooling=first'], ['--pooling=last']),
         ([f'--ckpt={ar}', f'--glue_dir={FIXTURES}', '--tasks=rte', '--mode=probe'], ["'linprobe'"]),
+        ([f'--ckpt={ar}', f'--glue_dir={FIXTURES}', '--tasks=(nope,)'], ["unknown task 'nope'"]),
+        ([f'--ckpt={ar}', f'--glue_dir={FIXTURES}', '--tasks=(rte,nope)'], ["unknown task 'nope'"]),
     ]
     for args, fragments in cases:
-        message = run_in_process(monkeypatch, *args, '--progress=False', f'--out_dir={tmp_path / "out"}')
+        message = script_error('eval_glue.py', *args, '--progress=False', f'--out_dir={tmp_path / "out"}')
         assert '\n' not in message and all(fragment in message for fragment in fragments), message
     # as a user sees it: exit code 1 and one line on stderr
     missing = run_script('eval_glue.py', f'--ckpt={ar}', f'--glue_dir={tmp_path / "empty"}', '--tasks=rte',

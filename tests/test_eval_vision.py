@@ -8,7 +8,7 @@ import torch
 
 from conftest import ROOT, make_checkpoint, run_script
 from data import vision_eval as ve
-from model import ModelConfig, Transformer, save_checkpoint
+from model import ModelConfig, Transformer
 from objectives import conditioning_sets, target_positions
 
 N_PATCHES = 16  # 28 px images, patch 7

@@ -1,5 +1,4 @@
 """objectives.py: the conditioning sets each objective declares, and its samplers' distributions."""
-import math
 
 import pytest
 import torch

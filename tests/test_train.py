@@ -1,7 +1,6 @@
 """train.py end to end: DDP equals accumulation, resume equals straight, crashes lose nothing, it learns,
 and every bad input stops with one line."""
 import json
-import math
 import os
 import shutil
 import signal
@@ -13,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, run_script, write_corpus
+from conftest import ROOT, run_script, script_error, write_corpus
 from model import load_checkpoint, read_checkpoint, save_checkpoint
 
 TINY = ['--n_layer=2', '--n_head=2', '--n_embd=32', '--block_size=33', '--batch_size=4', '--eval_iters=2',
@@ -160,17 +159,25 @@ def test_config_errors(tmp_path, tiny_corpus):
     ('--t=0', "'t' must lie in [1, inf)"),
 ])
 def test_out_of_range_values_stop_up_front(tmp_path, tiny_corpus, flag, match):
-    one_line_failure(train(tmp_path / 'out', tiny_corpus, flag), match)
+    message = script_error('train.py', f'--dataset={tiny_corpus}', f'--out_dir={tmp_path / "out"}', *TINY, flag)
+    assert match in message and '\n' not in message, message
+    assert not os.path.exists(tmp_path / 'out')
+
+
+def test_an_out_of_range_value_is_one_line_for_the_user(tmp_path, tiny_corpus):
+    one_line_failure(train(tmp_path / 'out', tiny_corpus, '--batch_size=0'), "'batch_size' must lie in [1, inf)")
     assert not os.path.exists(tmp_path / 'out')
 
 
 def test_objective_settings_stop_up_front(tmp_path, tiny_corpus):
     """vm's config holds a tuple, so --mask_ratio=1.5 arrives as (1.5,): still one line naming the key."""
-    vm = ['config/vm_shakespeare.py', f'--dataset={tiny_corpus}', f'--out_dir={tmp_path / "out"}', *TINY]
-    one_line_failure(run_script('train.py', *vm, '--mask_ratio=1.5'), 'mask_ratio must be one ratio in (0, 1) or a range')
-    one_line_failure(run_script('train.py', *vm, '--mask_ratio=(0.3,0.1)'), 'low <= high')
-    one_line_failure(train(tmp_path / 'out', tiny_corpus, '--objective=gvp', '--n_groups=40'), 'n_groups')
-    one_line_failure(train(tmp_path / 'out', tiny_corpus, '--objective=gvp', '--segmentation=even'), 'segmentation')
+    common = [f'--dataset={tiny_corpus}', f'--out_dir={tmp_path / "out"}', *TINY]
+    one_line_failure(run_script('train.py', 'config/vm_shakespeare.py', *common, '--mask_ratio=1.5'),
+                     'mask_ratio must be one ratio in (0, 1) or a range')
+    for args, match in [(['config/vm_shakespeare.py', '--mask_ratio=(0.3,0.1)'], 'low <= high'),
+                        (['--objective=gvp', '--n_groups=40'], 'n_groups'),
+                        (['--objective=gvp', '--segmentation=even'], 'segmentation')]:
+        assert match in script_error('train.py', *args[:1], *common, *args[1:])
     assert not os.path.exists(tmp_path / 'out')
 
 
@@ -187,14 +194,16 @@ def test_a_new_run_never_touches_an_old_one(tmp_path, tiny_corpus):
     assert train(out, tiny_corpus, '--max_iters=4', '--eval_interval=2').returncode == 0
     before = {name: (out / name).read_bytes() for name in os.listdir(out)}
     assert {'ckpt_last.pt', 'ckpt_best.pt', 'log.jsonl', 'loss.csv', 'loss.png'} <= set(before)
-    for args in (['--max_iters=1'], ['--max_iters=8', '--objective=dar']):
-        one_line_failure(train(out, tiny_corpus, *args), 'already holds a run')
+    one_line_failure(train(out, tiny_corpus, '--max_iters=1'), 'already holds a run')
+    assert 'already holds a run' in script_error('train.py', f'--dataset={tiny_corpus}', f'--out_dir={out}', *TINY,
+                                                 '--max_iters=8', '--objective=dar')
     assert {name: (out / name).read_bytes() for name in os.listdir(out)} == before
     for name in ('ckpt_best.pt', 'ckpt_last.pt', 'loss.png', 'loss.csv'):  # any one file of a run is a run
         only = tmp_path / f'only-{name}'
         only.mkdir()
         (only / name).write_bytes(before[name])
-        one_line_failure(train(only, tiny_corpus, '--max_iters=1'), 'already holds a run')
+        assert 'already holds a run' in script_error('train.py', f'--dataset={tiny_corpus}', f'--out_dir={only}',
+                                                     *TINY, '--max_iters=1')
     replaced = train(out, tiny_corpus, '--max_iters=2', '--eval_interval=1', '--overwrite=True')
     assert replaced.returncode == 0, replaced.stderr
     assert [r['iter'] for r in log(out)] == [1, 2]  # the old run's log is gone, not appended to

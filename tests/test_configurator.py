@@ -1,0 +1,121 @@
+"""configurator.py: values parse as a user types them, ranges hold at their boundaries, and every script takes the
+natural values of its 'auto' keys (nanoGPT's --compile=False, --device=cpu) and refuses wrong ones with one line
+naming the accepted ones. Scripts run in this process (conftest.script_error): milliseconds per case."""
+import math
+
+import pytest
+import torch
+
+from configurator import check_ranges, configure, parse_value
+from conftest import FIXTURES_GLUE, script_error
+
+
+def test_values_parse_as_typed():
+    assert parse_value('0.15') == 0.15 and parse_value('(0.15,0.3)') == (0.15, 0.3)
+    assert parse_value('False') is False and parse_value('cuda:1') == 'cuda:1'
+    assert parse_value('(nope,)') == ('nope',) and parse_value('(cola, rte)') == ('cola', 'rte')
+    assert parse_value('[polarity]') == ('polarity',) and parse_value('shakespeare') == 'shakespeare'
+
+
+def test_ranges_hold_at_their_boundaries():
+    check_ranges({'a': 1, 'b': 0.5, 'c': 1.0, 'd': None, 'e': (4, 8)},
+                 {'a': '[1, inf)', 'b': '(0, 1)', 'c': '[0, 1]', 'd': '[1, inf)', 'e': '[4, inf)'})
+    for value, interval in [(0, '[1, inf)'), (0.0, '(0, 1)'), (1.0, '(0, 1)'), (1.0001, '[0, 1]'), (-1, '[0, 1]'),
+                            (math.inf, '[0, inf)'), ((4, 3), '[4, inf)')]:
+        with pytest.raises(ValueError, match=r"'key' must lie in " + interval.replace('(', r'\(').replace(')', r'\)')
+                           .replace('[', r'\[').replace(']', r'\]')):
+            check_ranges({'key': value}, {'key': interval})
+
+
+def test_auto_keys_take_values_of_any_type_and_typed_keys_do_not():
+    config = {'compile': 'auto', 'device': 'auto', 'batch_size': 12, 'learning_rate': 1e-3}
+    configure(config, ['--compile=False', '--device=cuda:1', '--learning_rate=1'])
+    assert config == {'compile': False, 'device': 'cuda:1', 'batch_size': 12, 'learning_rate': 1.0}
+    with pytest.raises(ValueError, match="'batch_size' must be int"):
+        configure(config, ['--batch_size=1.5'])
+
+# -----------------------------------------------------------------------------
+# every script, every 'auto' key: natural values accepted, wrong ones refused by name
+
+
+def script_args(script, tmp_path):
+    """Flags that take a script past its device checks to a known later stop: -> (flags, message of that stop)."""
+    return {
+        'train.py': ([f'--dataset={tmp_path / "nowhere"}', f'--out_dir={tmp_path / "out"}'], 'prepare'),
+        'eval_ppl.py': ([], 'no checkpoint given'),
+        'eval_vision.py': ([], 'no checkpoint given'),
+        'eval_glue.py': ([f'--ckpt={tmp_path / "x.pt"}', f'--glue_dir={tmp_path / "nowhere"}', '--tasks=rte'],
+                         'rte: no folder'),
+        'bench.py': (['--backends=flex'], 'FlexAttention has no CPU backward'),
+    }[script]
+
+
+SYSTEM_KEYS = {  # script -> its 'auto' keys of device and speed
+    'train.py': ('device', 'dtype', 'attn_backend', 'compile'),
+    'bench.py': ('device', 'dtype', 'compile'),
+    'eval_ppl.py': ('device', 'dtype', 'attn_backend'),
+    'eval_vision.py': ('device', 'dtype', 'attn_backend'),
+    'eval_glue.py': ('device', 'dtype', 'attn_backend'),
+}
+NATURAL = {'device': ('cpu', 'auto'), 'dtype': ('float32', 'bfloat16', 'auto'), 'attn_backend': ('sdpa', 'flex', 'auto'),
+           'compile': (False, 'auto')}
+WRONG = {  # value -> the start of the message, which names the accepted values
+    'device': [('gpu', "device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps', got 'gpu'"),
+               (0, "device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps', got 0")],
+    'dtype': [('fp16', "dtype must be one of 'auto', 'float32', 'bfloat16', 'float16', got 'fp16'")],
+    'attn_backend': [('dense', "attn_backend must be 'auto', 'sdpa' or 'flex', got 'dense'")],
+    'compile': [('yes', "compile must be True, False or 'auto', got 'yes'"),
+                (1, "compile must be True, False or 'auto', got 1")],
+}
+CASES = [(script, key) for script, keys in SYSTEM_KEYS.items() for key in keys]
+
+
+@pytest.mark.parametrize('script,key', CASES)
+def test_natural_values_are_accepted(tmp_path, script, key):
+    args, later_stop = script_args(script, tmp_path)
+    for value in NATURAL[key]:
+        message = script_error(script, *args, f'--{key}={value}', '--progress=False')
+        assert later_stop in message, (key, value, message)
+
+
+@pytest.mark.parametrize('script,key', CASES)
+def test_wrong_values_are_refused_naming_the_accepted_ones(tmp_path, script, key):
+    args, _ = script_args(script, tmp_path)
+    for value, expected in WRONG[key]:
+        message = script_error(script, *args, f'--{key}={value}', '--progress=False')
+        assert message.startswith(expected) and '\n' not in message, message
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason='this machine has CUDA')
+@pytest.mark.parametrize('script', sorted(SYSTEM_KEYS))
+def test_cuda_on_a_machine_without_one_says_what_to_use(tmp_path, script):
+    args, _ = script_args(script, tmp_path)
+    message = script_error(script, *args, '--device=cuda:1', '--progress=False')
+    assert 'sees no CUDA GPU' in message and '--device=cpu' in message
+
+# -----------------------------------------------------------------------------
+# numeric keys: one line naming the key and its range, before any work
+
+
+@pytest.mark.parametrize('script,flag,expected', [
+    ('eval_ppl.py', '--batch_size=0', "'batch_size' must lie in [1, inf), got 0"),
+    ('eval_ppl.py', '--rows_per_pass=0', "'rows_per_pass' must lie in [1, inf)"),
+    ('eval_ppl.py', '--max_tokens=-1', "'max_tokens' must lie in [0, inf)"),
+    ('eval_vision.py', '--recon_ratio=1.0', "'recon_ratio' must lie in (0, 1)"),
+    ('eval_vision.py', '--layer_decay=0', "'layer_decay' must lie in (0, 1]"),
+    ('eval_vision.py', '--epochs=0', "'epochs' must lie in [1, inf)"),
+    ('eval_glue.py', '--warmup_frac=1.5', "'warmup_frac' must lie in [0, 1]"),
+    ('eval_glue.py', '--dropout=1.0', "'dropout' must lie in [0, 1)"),
+    ('eval_glue.py', '--seeds=(0,-1)', "'seeds' must lie in [0, inf), got (0, -1)"),
+    ('eval_glue.py', '--max_len=1', "'max_len' must lie in [2, inf)"),
+    ('bench.py', '--steps=0', "'steps' must lie in [1, inf)"),
+    ('bench.py', '--warmup=-1', "'warmup' must lie in [0, inf)"),
+    ('bench.py', '--seq_lens=(2,)', "'seq_lens' must lie in [4, inf)"),
+    ('train.py', '--eval_iters=0', "'eval_iters' must lie in [1, inf)"),
+])
+def test_out_of_range_values_name_the_key_and_range(tmp_path, script, flag, expected):
+    args = [f'--ckpt={tmp_path / "x.pt"}', '--tasks=rte', f'--glue_dir={FIXTURES_GLUE}'] if script == 'eval_glue.py' \
+        else []
+    message = script_error(script, *args, flag, f'--out_dir={tmp_path / "out"}', '--progress=False')
+    assert expected in message, message
+    assert not (tmp_path / 'out').exists()
