@@ -98,7 +98,9 @@ def test_sigkill_during_checkpoint_write_keeps_the_previous_one(tmp_path):
 
 
 def test_every_objective_learns_and_writes_its_outputs(tmp_path, tiny_corpus):
-    for objective, extra in [('ar', []), ('dar', []), ('mlm', []), ('vm', ['--two_stream=True']),
+    # ar with nanoGPT's CPU flags spelled out (issue 17: they used to be refused)
+    for objective, extra in [('ar', ['--compile=False', '--device=cpu', '--dtype=float32', '--attn_backend=sdpa']),
+                             ('dar', []), ('mlm', []), ('vm', ['--two_stream=True']),
                              ('gvp', ['--n_groups=4'])]:
         out = tmp_path / objective
         result = train(out, tiny_corpus, f'--objective={objective}', *extra, '--max_iters=30', '--eval_interval=10',
