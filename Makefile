@@ -27,8 +27,8 @@ test: setup-test
 	$(PYTHON) -m pytest
 
 theory:
-	$(PYTHON) theory.py toy --r 2 --s 5 --T 2
-	$(PYTHON) theory.py tails --r 2 --s 6 --T 2
+	$(PYTHON) theory.py toy --r=2 --s=5 --T=2
+	$(PYTHON) theory.py tails --r=2 --s=6 --T=2
 	$(PYTHON) theory.py misalign
 
 images: setup

@@ -29,9 +29,10 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from configurator import check_ranges, configure, one_line_errors, pick_compile, setup_processes
+from configurator import (UsageError, atomic_write, check_ranges, configure, one_line_errors, pick_compile,
+                          setup_processes)
 from data.text import BOS
-from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask, open_pairs
+from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask, open_pairs, peak_flops
 from objectives import make_batch, to_device
 
 # -----------------------------------------------------------------------------
@@ -70,10 +71,6 @@ FLEX_ATTN_SPEEDUP_MIN = 1.7    # GPU: block-sparse dar attention fwd+bwd vs dens
 FLEX_MEMORY_SLOPE_MAX = 1.25   # GPU: d log(activation memory) / d log(S) on the flex path: ~1 linear, ~2 quadratic
 MFU_AR_MIN, MFU_DAR_MIN = 0.45, 0.40  # GPT-2 124M, S = 1024, bf16, one H100
 
-# dense tensor-core peaks in TFLOP/s, most specific name first (fp32 runs use TF32, which bench.py turns on)
-PEAK_TFLOPS = {'bfloat16': [('H100 PCIe', 756), ('H100', 989), ('H200', 989), ('A100', 312)],
-               'float32': [('H100 PCIe', 378), ('H100', 494), ('H200', 494), ('A100', 156)]}
-
 VARIANTS = {
     'ar': dict(objective='ar', two_stream=False),
     'dar': dict(objective='dar', t=2, two_stream=True),
@@ -88,7 +85,7 @@ if int(os.environ.get('RANK', -1)) != -1:
                      "its ratios are only meaningful between runs in the same process on the same device")
 unknown = [v for v in variants if v not in VARIANTS] + [b for b in backends if b not in ('sdpa', 'flex')]
 if unknown or not variants or not backends:
-    raise ValueError(f"unknown or empty variants/backends {unknown}: variants from {sorted(VARIANTS)}, "
+    raise UsageError(f"unknown or empty variants/backends {unknown}: variants from {sorted(VARIANTS)}, "
                      "backends from ['flex', 'sdpa']")
 check_ranges(config, {'n_layer': '[1, inf)', 'n_head': '[1, inf)', 'n_embd': '[1, inf)', 'dropout': '[0, 1)',
                       'block_size': '[4, inf)', 'batch_size': '[1, inf)', 'seq_lens': '[4, inf)',
@@ -104,8 +101,7 @@ if device_type == 'cuda':
     device_name = torch.cuda.get_device_name(device)
 else:
     device_name = f"CPU ({torch.get_num_threads()} threads)"
-peak_flops = next((tf * 1e12 for name, tf in PEAK_TFLOPS.get(dtype, []) if name in device_name), None) \
-    if device_type == 'cuda' else None
+device_peak = peak_flops(device_name, dtype) if device_type == 'cuda' else None  # FLOP/s, for MFU
 speed_lens = tuple(sorted(set(seq_lens))) or tuple(s for s in (128, 512) if s < block_size) + (block_size,)
 memory_lens = tuple(memory_seq_lens) or ((4 * block_size,) if device_type == 'cuda' else ())
 tokens_per_step = batch_size * block_size
@@ -113,7 +109,7 @@ tokens_per_step = batch_size * block_size
 train_backends = [b for b in backends if device_type == 'cuda' or b == 'sdpa']
 forward_backends = [] if device_type == 'cuda' else list(backends)
 if not train_backends:
-    raise ValueError("FlexAttention has no CPU backward, so CPU training steps need the sdpa backend: "
+    raise UsageError("FlexAttention has no CPU backward, so CPU training steps need the sdpa backend: "
                      "add --backends=sdpa (flex is then timed forward-only next to it)")
 warnings.filterwarnings('ignore', message='flex_attention called without torch.compile')
 # compiled code (and eager flex's traced mask_mod) is specialised per shape and per model; one length's side-by-side
@@ -263,7 +259,7 @@ def run_speed(S, mode, run_backends):
                          two_stream=VARIANTS[e['variant']]['two_stream'], backend=e['backend'], mode=mode,
                          seq_len=S, batch_size=B, ms_per_step=ms, tokens_per_s=B * S / (ms / 1e3),
                          peak_mem_mb=peak / 2 ** 20, flops_per_step=e['flops'], tflops=e['flops'] / (ms / 1e3) / 1e12,
-                         mfu=e['flops'] / (ms / 1e3) / peak_flops if peak_flops else None))
+                         mfu=e['flops'] / (ms / 1e3) / device_peak if device_peak else None))
     del entries
     release()
     return rows
@@ -406,23 +402,17 @@ lines += [f"| {t['name']} | {t['target']} | {fmt(t['measured'], '.3f')} | {t['st
 table = '\n'.join(lines) + '\n'
 print(table)
 
-def write_atomic(path, text):
-    tmp_path = f"{path}.tmp.{os.getpid()}"
-    with open(tmp_path, 'w') as f:
-        f.write(text)
-    os.replace(tmp_path, path)
-
 os.makedirs(out_dir, exist_ok=True)
 result = dict(device=device_name, device_type=device_type, torch=torch.__version__, date=stamp, dtype=dtype,
               compile=compile, model=dict(n_layer=n_layer, n_head=n_head, n_embd=n_embd, mlp=mlp, bias=bias,
                                           vocab_size=ModelConfig.vocab_size, params=build_model(4, 'sdpa', 'meta').num_params()),
-              tokens_per_step=tokens_per_step, warmup=warmup, steps=steps, peak_tflops=peak_flops and peak_flops / 1e12,
+              tokens_per_step=tokens_per_step, warmup=warmup, steps=steps, peak_tflops=device_peak and device_peak / 1e12,
               memory_method=MEMORY_METHOD, runs=runs, ratios=ratios, attention=attention,
               memory=memory, memory_batch=memory_batch, memory_slopes=memory_slopes, targets=targets, config=config)
-write_atomic(os.path.join(out_dir, 'bench.json'), json.dumps(result, indent=1) + '\n')
+atomic_write(os.path.join(out_dir, 'bench.json'), json.dumps(result, indent=1) + '\n')
 columns = list(runs[0])
-write_atomic(os.path.join(out_dir, 'bench.csv'),
+atomic_write(os.path.join(out_dir, 'bench.csv'),
              '\n'.join([','.join(columns)] + [','.join('' if r[c] is None else str(r[c]) for c in columns)
                                                for r in runs]) + '\n')
-write_atomic(os.path.join(out_dir, 'bench.md'), table)
+atomic_write(os.path.join(out_dir, 'bench.md'), table)
 print(f"wrote {out_dir}/bench.json, bench.csv, bench.md")

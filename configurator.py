@@ -7,12 +7,18 @@ import os
 import re
 import signal
 import sys
+import tempfile
 import threading
 from ast import literal_eval
 from contextlib import nullcontext
 
 import torch
 import torch.distributed as dist
+
+
+class UsageError(ValueError):
+    """Bad input (a flag, a config, a file, a data set): one_line_errors prints it as one line that names the fix.
+    Every other exception keeps its traceback, so a bug in forked code shows where it is."""
 
 
 def _coerce(key, value, default):
@@ -25,7 +31,7 @@ def _coerce(key, value, default):
     if isinstance(default, float) and type(value) is int:
         return float(value)
     if type(value) is not type(default):
-        raise ValueError(f"config key {key!r} must be {type(default).__name__}, got {value!r}")
+        raise UsageError(f"config key {key!r} must be {type(default).__name__}, got {value!r}")
     return value
 
 
@@ -53,7 +59,15 @@ def check_ranges(config, ranges):
             inside = (low < value if interval[0] == '(' else low <= value) and \
                 (value < high if interval[-1] == ')' else value <= high)
             if not inside:
-                raise ValueError(f"config key {key!r} must lie in {interval}, got {config[key]!r}")
+                raise UsageError(f"config key {key!r} must lie in {interval}, got {config[key]!r}")
+
+
+def read_config(path, values=None):
+    """Run a config file; inside it, include('base.py') first runs base.py (found beside it) into the same values."""
+    values = {} if values is None else values
+    values['include'] = lambda name: read_config(os.path.join(os.path.dirname(path), name), values)
+    exec(compile(open(path).read(), path, 'exec'), {}, values)
+    return values
 
 
 def configure(config, argv):
@@ -63,14 +77,13 @@ def configure(config, argv):
     for arg in argv:
         if not arg.startswith('--'):
             if not os.path.isfile(arg):
-                raise ValueError(f"config file {arg} not found: see config/ for the available ones")
-            values = {}
-            exec(compile(open(arg).read(), arg, 'exec'), {}, values)
-            items = [(k, v) for k, v in values.items() if not k.startswith('_')]
+                raise UsageError(f"config file {arg} not found: see config/ for the available ones")
+            values = read_config(arg)
+            items = [(k, v) for k, v in values.items() if not k.startswith('_') and k != 'include']
         else:
             key, sep, raw = arg[2:].partition('=')
             if not sep:
-                raise ValueError(f"override {arg!r} must look like --key=value")
+                raise UsageError(f"override {arg!r} must look like --key=value")
             value = parse_value(raw)
             if isinstance(config.get(key), tuple) and not isinstance(value, (tuple, list)):
                 collected[key] = collected.get(key, ()) + (value,)
@@ -78,14 +91,14 @@ def configure(config, argv):
             items, arg = [(key, value)], f"--{key}"
         for key, value in items:
             if key not in config:
-                raise ValueError(f"unknown config key {key!r} (from {arg}): check the spelling against the script's globals")
+                raise UsageError(f"unknown config key {key!r} (from {arg}): check the spelling against the script's globals")
             config[key] = _coerce(key, value, config[key])
 
 
 def one_line_errors(script):
     """Bad input ends with `script: error: <one line>` and exit code 1, not a traceback."""
     def hook(kind, error, traceback):
-        if issubclass(kind, (ValueError, FileNotFoundError)):
+        if issubclass(kind, UsageError):
             print(f"{script}: error: {error}", file=sys.stderr)
             sys.exit(1)
         sys.__excepthook__(kind, error, traceback)
@@ -102,13 +115,13 @@ def setup_processes(device='auto', dtype='auto'):
     """Join torchrun's process group when RANK is set (nccl on CUDA, gloo on CPU) and pick this process's device.
     -> (ddp, rank, local_rank, world_size, device, dtype, autocast): bf16 autocast on CUDA, fp32 on CPU."""
     if not (isinstance(device, str) and re.fullmatch(r'auto|cpu|mps|cuda(:\d+)?', device)):
-        raise ValueError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps', got {device!r}")
+        raise UsageError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps', got {device!r}")
     if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(map(repr, DTYPES))}, got {dtype!r}")
+        raise UsageError(f"dtype must be one of {', '.join(map(repr, DTYPES))}, got {dtype!r}")
     if device.startswith('cuda') and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} but this torch sees no CUDA GPU: use --device=cpu (or auto)")
+        raise UsageError(f"device={device!r} but this torch sees no CUDA GPU: use --device=cpu (or auto)")
     if device == 'mps' and not torch.backends.mps.is_available():
-        raise ValueError("device='mps' but this machine has no Apple GPU: use --device=cpu (or auto)")
+        raise UsageError("device='mps' but this machine has no Apple GPU: use --device=cpu (or auto)")
     ddp = 'RANK' in os.environ
     if device == 'auto':
         device = 'cuda' if torch.cuda.is_available() else 'cpu'
@@ -132,7 +145,7 @@ def setup_processes(device='auto', dtype='auto'):
 def pick_attn_backend(attn_backend, device):
     """'auto' -> flex on CUDA (block-sparse, compiled), sdpa with a dense mask elsewhere (flex has no CPU backward)."""
     if attn_backend not in ('auto', 'sdpa', 'flex'):
-        raise ValueError(f"attn_backend must be 'auto', 'sdpa' or 'flex', got {attn_backend!r}")
+        raise UsageError(f"attn_backend must be 'auto', 'sdpa' or 'flex', got {attn_backend!r}")
     if attn_backend == 'auto':
         return 'flex' if device.startswith('cuda') else 'sdpa'
     return attn_backend
@@ -141,7 +154,7 @@ def pick_attn_backend(attn_backend, device):
 def pick_compile(compile, device):
     """'auto' -> torch.compile on CUDA only; True / False as given (True on CPU compiles with inductor)."""
     if compile not in ('auto', True, False) or isinstance(compile, int) and not isinstance(compile, bool):
-        raise ValueError(f"compile must be True, False or 'auto', got {compile!r}")
+        raise UsageError(f"compile must be True, False or 'auto', got {compile!r}")
     return device.startswith('cuda') if compile == 'auto' else compile
 
 
@@ -160,7 +173,7 @@ def check_memory(needed, device, what):
     """Stop with one line, before allocating, when a lower bound on the bytes needed exceeds what is free."""
     free = available_memory(device)
     if needed > free:
-        raise ValueError(f"{what} needs at least {needed / 2 ** 30:.1f} GiB on {device}, {free / 2 ** 30:.1f} GiB are "
+        raise UsageError(f"{what} needs at least {needed / 2 ** 30:.1f} GiB on {device}, {free / 2 ** 30:.1f} GiB are "
                          "free: lower block_size or batch_size (or use more gradient_accumulation_steps)")
 
 
@@ -190,3 +203,24 @@ def stop_on_signals(signals=(signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)):
                   flush=True)
     threading.Thread(target=watch, daemon=True, name='signal-watcher').start()
     return received
+
+
+def atomic_write(path, content):
+    """Write str or bytes, or call content(file) on a binary file, under a temporary name beside path, then rename:
+    a crash never leaves a half-written file at path (an old one stays whole). The project's one such helper."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=os.path.basename(path) + '.', suffix='.tmp')
+    try:
+        with os.fdopen(handle, 'wb') as f:
+            if callable(content):
+                content(f)
+            else:
+                f.write(content.encode() if isinstance(content, str) else content)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise

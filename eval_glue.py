@@ -21,13 +21,14 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from configurator import check_ranges, configure, one_line_errors, pick_attn_backend, setup_processes
+from configurator import UsageError, atomic_write, check_ranges, configure, one_line_errors, pick_attn_backend, setup_processes
 from data import glue_tasks
-from data.finetune import (STYLES, Classifier, attention_style, encode_rows, fit_least_squares, fit_logistic, join_pair,
-                           length_batches, lr_at, pad_batch, resolve_pooling, standardize, task_loss,
-                           to_predictions, write_text_atomic)
+from evals.finetune import (STYLES, Classifier, encode_rows, fit_least_squares, fit_logistic, join_pair,
+                           length_batches, pad_batch, resolve_pooling, standardize, task_loss,
+                           to_predictions)
 from data.text import get_tokenizer
-from model import load_checkpoint, read_checkpoint
+from model import load_checkpoint, lr_at, read_checkpoint
+from objectives import Objective
 
 # -----------------------------------------------------------------------------
 # default config: Cramming's "sane" fine-tuning recipe on the eight GLUE tasks of the average
@@ -66,26 +67,26 @@ config = {k: v for k, v in globals().items() if not k.startswith('_') and isinst
 # -----------------------------------------------------------------------------
 # checks before any work, so a bad flag costs seconds, not a fine-tuning run
 if not ckpt:
-    raise ValueError("no checkpoint: pass --ckpt=out-<name>/ckpt_best.pt (repeat --ckpt for several)")
+    raise UsageError("no checkpoint: pass --ckpt=out-<name>/ckpt_best.pt (repeat --ckpt for several)")
 if not isinstance(glue_dir, str):
-    raise ValueError(f"glue_dir must be 'auto' or a folder holding <Task>/train.tsv, got {glue_dir!r}")
+    raise UsageError(f"glue_dir must be 'auto' or a folder holding <Task>/train.tsv, got {glue_dir!r}")
 if mode not in ('finetune', 'linprobe'):
-    raise ValueError(f"mode must be 'finetune' or 'linprobe', got {mode!r}")
+    raise UsageError(f"mode must be 'finetune' or 'linprobe', got {mode!r}")
 task_names = [name for entry in tasks for name in str(entry).split(',') if name] or \
     [key for key in glue_tasks.TASKS if key != 'wnli']
 for task in task_names:
     glue_tasks.get_task(task)
 if len(set(task_names)) != len(task_names):
-    raise ValueError(f"a task is listed twice in --tasks: {task_names}")
+    raise UsageError(f"a task is listed twice in --tasks: {task_names}")
 if not seeds:
-    raise ValueError("seeds is empty: pass e.g. --seeds=0")
+    raise UsageError("seeds is empty: pass e.g. --seeds=0")
 check_ranges(config, {
     'max_len': '[2, inf)', 'batch_size': '[1, inf)', 'eval_batch_size': '[1, inf)', 'epochs': '[1, inf)',
     'learning_rate': '(0, inf)', 'warmup_frac': '[0, 1]', 'weight_decay': '[0, inf)', 'beta1': '[0, 1)',
     'beta2': '[0, 1)', 'grad_clip': '[0, inf)', 'dropout': '[0, 1)', 'seeds': '[0, inf)', 'probe_l2': '[0, inf)',
     'probe_iters': '[1, inf)', 'max_train_rows': '[0, inf)'})
 if attention != 'auto' and attention not in STYLES:
-    raise ValueError(f"attention must be 'auto', 'causal' or 'bidirectional', got {attention!r}")
+    raise UsageError(f"attention must be 'auto', 'causal' or 'bidirectional', got {attention!r}")
 resolve_pooling(pooling, 'bidirectional')  # the value alone, before any work; each checkpoint's style below
 
 # -----------------------------------------------------------------------------
@@ -129,10 +130,10 @@ models = []
 for path in ckpt:
     saved = read_checkpoint(path)
     if saved['model_config'].get('input_kind', 'tokens') != 'tokens':
-        raise ValueError(f"{path} is an image model: eval_glue.py needs a text checkpoint (input_kind='tokens')")
-    objective = (saved.get('config') or {}).get('objective')
-    style = attention_style(objective) if attention == 'auto' else attention
-    models.append(dict(path=path, objective=objective, style=style, pooling=resolve_pooling(pooling, style),
+        raise UsageError(f"{path} is an image model: eval_glue.py needs a text checkpoint (input_kind='tokens')")
+    pretraining = Objective.from_checkpoint(saved, path)
+    style = pretraining.attention if attention == 'auto' else attention  # how the content stream saw text
+    models.append(dict(path=path, objective=pretraining.name, style=style, pooling=resolve_pooling(pooling, style),
                        length_cap=min(max_len, saved['model_config']['block_size'])))
     del saved
 
@@ -184,13 +185,13 @@ def finetune(info, task, seed, bar_position):
         for start in range(0, len(order), batch_size):
             index = order[start:start + batch_size]
             for group in optimizer.param_groups:
-                group['lr'] = lr_at(step, total_steps, warmup_frac, learning_rate)
+                group['lr'] = lr_at(step, learning_rate, round(warmup_frac * total_steps), total_steps)
             batch, lengths = batch_on_device([sequences[i] for i in index], info)
             with autocast:
                 outputs = network(**batch, lengths=lengths)
             loss = task_loss(outputs, labels[index].to(device), spec.is_regression)
             if not torch.isfinite(loss):
-                raise ValueError(f"{task} seed {seed}: loss is {float(loss)} at step {step}: lower learning_rate")
+                raise UsageError(f"{task} seed {seed}: loss is {float(loss)} at step {step}: lower learning_rate")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if grad_clip:
@@ -305,9 +306,9 @@ if master:
                         [f"{row['averages'][name]:.4f}" for name in suites])
     seconds = {task: sum(r['seconds'] for r in records if r['task'] == task) for task in task_names}
     stem = os.path.join(out_dir, f"glue_{mode}")
-    write_text_atomic(stem + '.md', table)
-    write_text_atomic(stem + '.csv', table_csv.getvalue())
-    write_text_atomic(stem + '.json', json.dumps(dict(config=config, summary=summary, runs=records,
+    atomic_write(stem + '.md', table)
+    atomic_write(stem + '.csv', table_csv.getvalue())
+    atomic_write(stem + '.json', json.dumps(dict(config=config, summary=summary, runs=records,
                                                       seconds_per_task=seconds, models=models), indent=1))
     print("seconds per task (all checkpoints and seeds): " + ', '.join(f"{t} {s:.1f}" for t, s in seconds.items()))
     print(f"wrote {stem}.md, .csv, .json")

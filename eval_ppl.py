@@ -1,7 +1,7 @@
 """
 Perplexity (Eq. 2) of checkpoints of any objective on held-out text, overall and by conditioning length k (Fig. 3).
 
-Every model predicts x_{k+1} from x_1..x_k only (data/ppl.py says how each objective reads a prefix), so the
+Every model predicts x_{k+1} from x_1..x_k only (evals/ppl.py says how each objective reads a prefix), so the
 numbers of ar, dar, mlm and vm models are comparable; all checkpoints of a run are scored on the same windows.
 
 One CPU:
@@ -19,18 +19,19 @@ import numpy as np
 import torch.distributed as dist
 from tqdm import tqdm
 
-from configurator import check_ranges, configure, one_line_errors, pick_attn_backend, setup_processes
-from data.plot import line_plot
-from data.ppl import (BERT_FUTURES, DEFAULT_BUCKETS, bucket_name, bucket_table, check_buckets, eval_style,
+from configurator import UsageError, atomic_write, check_ranges, configure, one_line_errors, pick_attn_backend, setup_processes
+from evals.plot import line_plot
+from evals.ppl import (BERT_FUTURES, DEFAULT_BUCKETS, bucket_name, bucket_table, check_buckets,
                       gather_windows, perplexity, score_windows, window_starts)
 from data.text import BOS, load_tokens, prepare_command, read_meta
 from model import load_checkpoint, read_checkpoint
+from objectives import Objective
 
 # -----------------------------------------------------------------------------
 # default config
 ckpt = ()                   # checkpoints to compare: --ckpt=a.pt --ckpt=b.pt
 names = ()                  # their labels, same order (default: the checkpoint's folder name)
-data = 'shakespeare'        # data/<name> (python data/<name>/prepare.py) or a path to a prepared folder
+dataset = 'shakespeare'     # data/<name> (python data/<name>/prepare.py) or a path to a prepared folder
 split = 'val'
 block_size = 0              # window length, BOS included; 0 = the smallest block_size among the checkpoints
 max_tokens = 0              # score about this many targets, windows spread evenly over the split; 0 = all
@@ -59,26 +60,24 @@ attn_backend = pick_attn_backend(attn_backend, device)
 # -----------------------------------------------------------------------------
 # checkpoints: check them all before scoring any, so a bad one fails in seconds
 if not ckpt:
-    raise ValueError("no checkpoint given: pass --ckpt=out-shakespeare/ckpt_best.pt (repeat --ckpt=... to compare)")
+    raise UsageError("no checkpoint given: pass --ckpt=out-shakespeare/ckpt_best.pt (repeat --ckpt=... to compare)")
 if names and len(names) != len(ckpt):
-    raise ValueError(f"{len(names)} names for {len(ckpt)} checkpoints: give one --names=... per --ckpt=..., or none")
+    raise UsageError(f"{len(names)} names for {len(ckpt)} checkpoints: give one --names=... per --ckpt=..., or none")
 buckets = check_buckets(buckets)
 if bert_future not in BERT_FUTURES:
-    raise ValueError(f"bert_future must be 'invisible' or 'mask', got {bert_future!r}: e.g. --bert_future=mask")
+    raise UsageError(f"bert_future must be 'invisible' or 'mask', got {bert_future!r}: e.g. --bert_future=mask")
 runs = []
 for i, path in enumerate(ckpt):
     checkpoint = read_checkpoint(path)
-    model_config, train_config = checkpoint['model_config'], checkpoint.get('config', {})
+    model_config, pretraining = checkpoint['model_config'], Objective.from_checkpoint(checkpoint, path)
     if model_config.get('input_kind', 'tokens') != 'tokens':
-        raise ValueError(f"{path} is an image model (input_kind={model_config['input_kind']!r}), not a text model: "
+        raise UsageError(f"{path} is an image model (input_kind={model_config['input_kind']!r}), not a text model: "
                          "eval_ppl.py scores token checkpoints only")
-    if 'objective' not in train_config:
-        raise ValueError(f"{path} has no training config (config['objective']): it was not written by train.py")
     label = names[i] if names else os.path.basename(os.path.dirname(os.path.abspath(path)))
-    style = eval_style(train_config)
-    runs.append(dict(path=path, name=label, objective=train_config['objective'], style=style,
+    style = pretraining.prefix_style
+    runs.append(dict(path=path, name=label, objective=pretraining.name, label=pretraining.label, style=style,
                      bert_future=bert_future if style == 'bert' else None,  # other styles have no such choice
-                     mask_ratio=train_config.get('mask_ratio'), t=train_config.get('t'),
+                     mask_ratio=pretraining.mask_ratio, t=pretraining.t,
                      vocab_size=model_config['vocab_size'], block_size=model_config['block_size']))
     del checkpoint
 if len({run['name'] for run in runs}) < len(runs):  # e.g. ckpt_best.pt and ckpt_last.pt of one out_dir
@@ -87,18 +86,18 @@ if len({run['name'] for run in runs}) < len(runs):  # e.g. ckpt_best.pt and ckpt
 if block_size == 0:
     block_size = min(run['block_size'] for run in runs)
 if block_size < 2:
-    raise ValueError(f"block_size={block_size}: a window needs the conditioning token and at least one target")
+    raise UsageError(f"block_size={block_size}: a window needs the conditioning token and at least one target")
 for run in runs:
     if block_size > run['block_size']:
-        raise ValueError(f"windows of block_size={block_size} are longer than {run['path']}'s block_size="
+        raise UsageError(f"windows of block_size={block_size} are longer than {run['path']}'s block_size="
                          f"{run['block_size']}: use --block_size={run['block_size']} or less")
 
 # -----------------------------------------------------------------------------
 # data: the same windows for every checkpoint
-data_dir = data if os.sep in data else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', data)
+data_dir = dataset if os.sep in dataset else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', dataset)
 meta = read_meta(data_dir)
 if meta is not None and meta.get('tokenizer', 'gpt2') != 'gpt2':
-    raise ValueError(f"{data_dir} was tokenised with {meta['tokenizer']!r}, the models use GPT-2's BPE: "
+    raise UsageError(f"{data_dir} was tokenised with {meta['tokenizer']!r}, the models use GPT-2's BPE: "
                      f"rerun `{prepare_command(data_dir)}`")
 tokens = load_tokens(data_dir, split)  # refuses a meta.json with another vocab_size
 starts = window_starts(len(tokens), block_size, max_tokens)
@@ -107,7 +106,7 @@ for first in range(0, len(starts), 4096):
     largest_id = max(largest_id, int(gather_windows(tokens, starts[first:first + 4096], block_size).max()))
 for run in runs:
     if largest_id >= run['vocab_size']:
-        raise ValueError(f"{data_dir} holds token id {largest_id} >= {run['path']}'s vocab_size={run['vocab_size']}: "
+        raise UsageError(f"{data_dir} holds token id {largest_id} >= {run['path']}'s vocab_size={run['vocab_size']}: "
                          "the data was tokenised with another vocabulary than the model's")
 my_starts = starts[rank::world_size]  # this process's shard of the windows
 n_targets = len(starts) * (block_size - 1)
@@ -142,7 +141,7 @@ for run in runs:
         nll_sum_by_k, count_by_k = sum(g[0] for g in gathered), sum(g[1] for g in gathered)
     seconds = time.time() - t0
     if not np.isfinite(nll_sum_by_k).all():
-        raise ValueError(f"{run['path']} gives non-finite NLLs: the checkpoint's weights are broken (NaN/inf)")
+        raise UsageError(f"{run['path']} gives non-finite NLLs: the checkpoint's weights are broken (NaN/inf)")
     total_nll, total = float(nll_sum_by_k.sum()), int(count_by_k.sum())
     run.update(nll=total_nll / total, ppl=perplexity(total_nll, total), targets=total, seconds=seconds,
                tokens_per_sec=total / max(seconds, 1e-9), buckets=bucket_table(nll_sum_by_k, count_by_k, buckets),
@@ -171,10 +170,7 @@ if master:
     summary = dict(data=data_dir, split=split, block_size=block_size, windows=len(starts), targets=n_targets,
                    bucket_edges=list(buckets), bert_future=bert_future, device=device, dtype=dtype,
                    world_size=world_size, checkpoints=runs)
-    summary_path = os.path.join(out_dir, 'summary.json')
-    with open(summary_path + '.tmp', 'w') as f:
-        json.dump(summary, f, indent=1)
-    os.replace(summary_path + '.tmp', summary_path)
+    atomic_write(os.path.join(out_dir, 'summary.json'), json.dumps(summary, indent=1))
     print(f"wrote {os.path.join(out_dir, 'ppl_by_k.png')}, ppl_by_k.csv and summary.json")
 if ddp:
     dist.destroy_process_group()

@@ -9,7 +9,7 @@ Evaluate image checkpoints of any objective (paper Sec. 6.2): linear probe, fine
   task=recon     mask recon_ratio of each image's patches at random, fill them one patch at a time, each fill
                  conditioned on the visible patches and the ones already filled; score pixel L2 over the masked
                  patches and LPIPS of the recomposed image against the original (Table 8). L2 is the mean squared
-                 error on pixels in [0, 1]; LPIPS is the shift-tolerant variant (data/lpips.py), so neither is on
+                 error on pixels in [0, 1]; LPIPS is the shift-tolerant variant (evals/lpips.py), so neither is on
                  the paper's scale: compare checkpoints with each other and with the mean-fill baseline columns.
                  A norm_pix_loss model is de-normalised with its visible patches' mean statistics (never with the
                  masked patch's own); a one-stream causal model fills in raster order from earlier patches only.
@@ -21,6 +21,7 @@ $ torchrun --standalone --nproc_per_node=8 eval_vision.py config/finetune_fmnist
 Writes out_dir/<task>.md and <task>.csv (one row per checkpoint), and for recon a PNG grid per checkpoint.
 """
 import csv
+import io
 import math
 import os
 import re
@@ -34,13 +35,14 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
-from configurator import check_ranges, configure, one_line_errors, pick_attn_backend, setup_processes
+from configurator import UsageError, atomic_write, check_ranges, configure, one_line_errors, pick_attn_backend, setup_processes
 from data.images import load_images
-from data.lpips import MIN_SIDE
-from data.vision_eval import (Classifier, accuracy, check_pool, cosine_lr, encode, fill_order, layer_decay_groups,
-                              masked_l2, mean_fill, mixup, probe_groups, reconstruct, recon_style, save_grid,
+from evals.lpips import MIN_SIDE
+from evals.vision_eval import (Classifier, accuracy, check_pool, encode, fill_order, layer_decay_groups,
+                              masked_l2, mean_fill, mixup, reconstruct, save_grid,
                               soft_cross_entropy, soft_targets, to_sequence, train_linear_probe)
-from model import load_checkpoint, read_checkpoint, unpatchify
+from model import load_checkpoint, lr_at, read_checkpoint, unpatchify
+from objectives import Objective
 
 # -----------------------------------------------------------------------------
 # default config: the MAE linear-probe protocol
@@ -53,7 +55,7 @@ train_subset = 0            # linprobe / finetune: use this many training images
 val_subset = 0              # images scored (all tasks); 0 = the whole val split
 out_dir = 'out/eval_vision'
 # features and heads
-pool = 'mean'               # 'mean' over the patch rows (MAE's global pool) or 'cls'
+pooling = 'mean'            # 'mean' over the patch rows (MAE's global pool) or 'cls'
 keep_mask = True            # linprobe: encode with the pretraining mask in raster order (GVP) or with none
 epochs = 90                 # linprobe / finetune epochs
 batch_size = 256            # per process (linprobe: the probe's batch; rank 0 fits it on the gathered features)
@@ -69,7 +71,7 @@ augment = True              # random-resized-crop on the training images (flip a
 recon_ratio = 0.25          # fraction of patches masked and refilled
 recon_order = 'random'      # order the masked patches are filled in: 'random' or 'raster' (causal models: raster)
 grid_images = 8             # images in the PNG grid
-lpips_net = 'alex'          # 'alex' or 'vgg' (shift-tolerant LPIPS weights, data/lpips.py)
+lpips_net = 'alex'          # 'alex' or 'vgg' (shift-tolerant LPIPS weights, evals/lpips.py)
 # system
 eval_batch_size = 256
 device = 'auto'             # 'cpu', 'cuda', 'cuda:1', ... ; auto = cuda if available
@@ -96,47 +98,47 @@ attn_backend = pick_attn_backend(attn_backend, device)
 # -----------------------------------------------------------------------------
 # checks: every checkpoint and data set before any work, so a bad one fails in seconds
 if task not in TASKS:
-    raise ValueError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
+    raise UsageError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
 if not ckpt:
-    raise ValueError("no checkpoint given: pass --ckpt=out-dar-fmnist/ckpt_best.pt (repeat --ckpt=... to compare)")
+    raise UsageError("no checkpoint given: pass --ckpt=out-dar-fmnist/ckpt_best.pt (repeat --ckpt=... to compare)")
 if names and len(names) != len(ckpt):
-    raise ValueError(f"{len(names)} names for {len(ckpt)} checkpoints: give one --names=... per --ckpt=..., or none")
+    raise UsageError(f"{len(names)} names for {len(ckpt)} checkpoints: give one --names=... per --ckpt=..., or none")
 image_sets = {}
 runs = []
 for i, path in enumerate(ckpt):
     checkpoint = read_checkpoint(path)
     model_config, train_config = checkpoint['model_config'], checkpoint.get('config', {})
+    pretraining = Objective.from_checkpoint(checkpoint, path)
     del checkpoint
     if model_config.get('input_kind') != 'patches':
-        raise ValueError(f"{path} is a text model (input_kind={model_config.get('input_kind')!r}): eval_vision.py "
+        raise UsageError(f"{path} is a text model (input_kind={model_config.get('input_kind')!r}): eval_vision.py "
                          "needs a checkpoint trained on image patches (train.py with input_kind='patches')")
-    if 'objective' not in train_config:
-        raise ValueError(f"{path} has no training config (config['objective']): it was not written by train.py")
     if image_size and image_size != model_config['image_size']:
-        raise ValueError(f"image_size={image_size} but {path} was trained at {model_config['image_size']} px: its "
+        raise UsageError(f"image_size={image_size} but {path} was trained at {model_config['image_size']} px: its "
                          f"position table fixes the size; drop --image_size (images are resized to the checkpoint's)")
     data_name = dataset or train_config.get('dataset', '')
     if not data_name:
-        raise ValueError(f"{path} does not say which data set it was trained on: pass --dataset=...")
+        raise UsageError(f"{path} does not say which data set it was trained on: pass --dataset=...")
     for split in ('train', 'val') if task != 'recon' else ('val',):
         if (data_name, split) not in image_sets:
             image_sets[data_name, split] = load_images(data_name, split)
     channels = image_sets[data_name, 'val'].channels
     if channels != model_config['channels']:
-        raise ValueError(f"{data_name} has {channels}-channel images but {path} was trained on "
+        raise UsageError(f"{data_name} has {channels}-channel images but {path} was trained on "
                          f"{model_config['channels']}-channel ones: evaluate it on a data set like its own "
                          "(--dataset=...)")
     label = names[i] if names else os.path.basename(os.path.dirname(os.path.abspath(path)))
-    runs.append(dict(path=path, name=label, train_config=train_config, model_config=model_config, data=data_name))
+    runs.append(dict(path=path, name=label, train_config=train_config, model_config=model_config, data=data_name,
+                     objective=pretraining))
 if len({run['name'] for run in runs}) < len(runs):  # e.g. ckpt_best.pt and ckpt_last.pt of one out_dir
     for run in runs:
         run['name'] = run['path']
-if pool not in ('mean', 'cls'):
-    raise ValueError(f"pool must be 'mean' or 'cls', got {pool!r}")
+if pooling not in ('mean', 'cls'):
+    raise UsageError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
 if task == 'recon' and lpips_net not in MIN_SIDE:
-    raise ValueError(f"lpips_net must be one of {', '.join(MIN_SIDE)}, got {lpips_net!r}")
+    raise UsageError(f"lpips_net must be one of {', '.join(MIN_SIDE)}, got {lpips_net!r}")
 if task == 'recon' and recon_order not in ('random', 'raster'):
-    raise ValueError(f"recon_order must be 'random' or 'raster', got {recon_order!r}")
+    raise UsageError(f"recon_order must be 'random' or 'raster', got {recon_order!r}")
 
 # -----------------------------------------------------------------------------
 # shared helpers: subsets, shards, batches of sequences, gathering
@@ -182,7 +184,7 @@ def encode_split(run, model, split, groups, limit, salt):
     for chunk in batches(indices[rank::world_size], eval_batch_size, f"encode {split}"):
         seqs, labels = sequences(run, image_set, chunk)
         with autocast:
-            parts.append((chunk, encode(model, seqs, groups, pool).cpu(), labels.cpu()))
+            parts.append((chunk, encode(model, seqs, groups, pooling).cpu(), labels.cpu()))
     parts = gather(parts)
     order_back = torch.cat([p[0] for p in parts]).argsort()  # rank-interleaved shards back to one order
     return torch.cat([p[1] for p in parts])[order_back], torch.cat([p[2] for p in parts])[order_back]
@@ -190,13 +192,14 @@ def encode_split(run, model, split, groups, limit, salt):
 
 def linprobe(run, model):
     n_patches = (run['model_config']['image_size'] // run['model_config']['patch_size']) ** 2
-    groups = probe_groups(run['train_config'], n_patches, keep_mask)
-    check_pool(pool, groups)
+    # keep_mask: the pretraining mask in raster order (GVP keeps it at linear probing); else none
+    groups = run['objective'].probe_groups(n_patches) if keep_mask else torch.zeros(n_patches + 1, dtype=torch.long)
+    check_pool(pooling, groups)
     train_x, train_y = encode_split(run, model, 'train', groups, train_subset, 1)
     val_x, val_y = encode_split(run, model, 'val', groups, val_subset, 2)
     if not torch.isfinite(train_x).all():
-        raise ValueError(f"{run['path']} gives non-finite features: the checkpoint's weights are broken (NaN/inf)")
-    result = dict(keep_mask=keep_mask and bool(groups.any()), pool=pool, train_images=len(train_y))
+        raise UsageError(f"{run['path']} gives non-finite features: the checkpoint's weights are broken (NaN/inf)")
+    result = dict(keep_mask=keep_mask and bool(groups.any()), pooling=pooling, train_images=len(train_y))
     if master:  # the probe is small: one process fits it
         probe = train_linear_probe(train_x, train_y, image_sets[run['data'], 'train'].num_classes, epochs,
                                    batch_size, learning_rate, warmup_epochs, weight_decay, seed)
@@ -211,7 +214,7 @@ def linprobe(run, model):
 def finetune(run, model):
     image_set, val_set = image_sets[run['data'], 'train'], image_sets[run['data'], 'val']
     torch.manual_seed(seed)
-    classifier = Classifier(model, image_set.num_classes, pool).to(device).train()
+    classifier = Classifier(model, image_set.num_classes, pooling).to(device).train()
     param_groups = layer_decay_groups(classifier, weight_decay, layer_decay)
     optimizer = torch.optim.AdamW(param_groups, lr=learning_rate, betas=(0.9, 0.999))
     trainer = DDP(classifier, device_ids=[local_rank] if device_type == 'cuda' else None) if ddp else classifier
@@ -227,7 +230,7 @@ def finetune(run, model):
         if k == 0:
             shuffle = torch.randperm(len(indices), generator=torch.Generator().manual_seed(seed + epoch))
             mine = indices[shuffle][rank::world_size]  # the same epoch order on every process, then sharded
-        lr = cosine_lr(step, total, warmup, learning_rate)
+        lr = lr_at(step, learning_rate, warmup, total)
         for group in optimizer.param_groups:
             group['lr'] = lr * group['lr_scale']
         seqs, labels = sequences(run, image_set, mine[k * batch_size:(k + 1) * batch_size], generator, train=True)
@@ -241,7 +244,7 @@ def finetune(run, model):
             loss_sum, loss_count = loss_sum + loss.item(), loss_count + 1
         bar.update(1)
         if not math.isfinite(loss.item()):
-            raise ValueError(f"fine-tuning {run['path']}: loss is {loss.item()} at step {step}: lower learning_rate")
+            raise UsageError(f"fine-tuning {run['path']}: loss is {loss.item()} at step {step}: lower learning_rate")
     bar.close()
     classifier.eval()
     correct = 0
@@ -260,7 +263,7 @@ def finetune(run, model):
 def recon(run, model, lpips):
     cfg = run['model_config']
     val_set = image_sets[run['data'], 'val']
-    style = recon_style(run['train_config'])
+    style = run['objective'].prefix_style
     n_patches = (cfg['image_size'] // cfg['patch_size']) ** 2
     ids = subset(len(val_set), val_subset, 2)
     ids = ids[torch.randperm(len(ids), generator=torch.Generator().manual_seed(seed))]  # a mix of classes in the grid
@@ -279,7 +282,7 @@ def recon(run, model, lpips):
             grid = (seqs[:grid_images].cpu(), filled[:grid_images].cpu(), fill_positions[:grid_images].cpu())
     scores = torch.tensor(gather(scores), dtype=torch.float64)
     if not torch.isfinite(scores).all():
-        raise ValueError(f"{run['path']} gives non-finite reconstructions: the checkpoint's weights are broken")
+        raise UsageError(f"{run['path']} gives non-finite reconstructions: the checkpoint's weights are broken")
     if master and grid is not None:
         grid_path = os.path.join(out_dir, f"recon_{re.sub(r'[^A-Za-z0-9_.-]+', '_', run['name'])}.png")
         save_grid(grid_path, *grid, cfg['patch_size'], cfg['channels'])
@@ -299,23 +302,10 @@ def model_images(seqs, cfg):
 # -----------------------------------------------------------------------------
 # run every checkpoint
 
-def objective_name(train_config):
-    objective = train_config['objective']
-    if objective == 'dar':
-        return f"dar t={train_config.get('t', 2)}"
-    if objective in ('mlm', 'vm'):
-        ratio = train_config.get('mask_ratio')
-        return f"{objective} {ratio} {'two-stream' if train_config.get('two_stream') else 'one-stream'}"
-    if objective == 'gvp':
-        return f"gvp {train_config.get('segmentation', 'mixed')} K={train_config.get('n_groups', 20)}"
-    return 'ar' + (' random order' if train_config.get('random_order') else '') + \
-        (' two-stream' if train_config.get('two_stream') or train_config.get('random_order') else ' causal')
-
-
 os.makedirs(out_dir, exist_ok=True)
 lpips = None
 if task == 'recon':
-    from data.lpips import LPIPS  # needs the stlpips wheel: only for recon
+    from evals.lpips import LPIPS  # needs the stlpips wheel: only for recon
     lpips = LPIPS(lpips_net).to(device)
 if master:
     print(f"{task} | {len(runs)} checkpoint(s) | {device} {dtype} {attn_backend} | {world_size} process(es)")
@@ -324,7 +314,7 @@ for run in runs:
     t0 = time.time()
     model, _ = load_checkpoint(run['path'], device, attn_backend=attn_backend)
     result = {'linprobe': linprobe, 'finetune': finetune, 'recon': lambda r, m: recon(r, m, lpips)}[task](run, model)
-    rows.append(dict(model=run['name'], objective=objective_name(run['train_config']), dataset=run['data'],
+    rows.append(dict(model=run['name'], objective=run['objective'].label, dataset=run['data'],
                      **result, seconds=time.time() - t0))
     del model
     if master:
@@ -345,14 +335,12 @@ if master:
     table = '\n'.join(lines) + '\n'
     print(table, end='')
     path = os.path.join(out_dir, task)
-    with open(path + '.md.tmp', 'w') as f:
-        f.write(table)
-    with open(path + '.csv.tmp', 'w', newline='') as f:
-        writer = csv.DictWriter(f, columns)
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(path + '.md.tmp', path + '.md')
-    os.replace(path + '.csv.tmp', path + '.csv')
+    table_csv = io.StringIO()
+    writer = csv.DictWriter(table_csv, columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write(path + '.md', table)
+    atomic_write(path + '.csv', table_csv.getvalue())
     print(f"wrote {os.path.join(out_dir, task)}.md and .csv")
 if ddp:
     dist.destroy_process_group()

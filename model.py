@@ -19,6 +19,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from configurator import UsageError, atomic_write
+
 PAD_GROUP = 2 ** 30  # padding rows: no real row ever sees them (and they see everything, so no row is empty)
 
 # -----------------------------------------------------------------------------
@@ -43,16 +45,16 @@ class ModelConfig:
 
     def __post_init__(self):
         if self.input_kind not in ('tokens', 'patches'):
-            raise ValueError(f"input_kind must be 'tokens' or 'patches', got {self.input_kind!r}")
+            raise UsageError(f"input_kind must be 'tokens' or 'patches', got {self.input_kind!r}")
         if self.mlp not in ('gelu', 'glu'):
-            raise ValueError(f"mlp must be 'gelu' or 'glu', got {self.mlp!r}")
+            raise UsageError(f"mlp must be 'gelu' or 'glu', got {self.mlp!r}")
         if self.attn_backend not in ('sdpa', 'flex'):
-            raise ValueError(f"attn_backend must be 'sdpa' or 'flex', got {self.attn_backend!r}")
+            raise UsageError(f"attn_backend must be 'sdpa' or 'flex', got {self.attn_backend!r}")
         if self.n_embd % self.n_head:
-            raise ValueError(f"n_embd={self.n_embd} is not divisible by n_head={self.n_head}")
+            raise UsageError(f"n_embd={self.n_embd} is not divisible by n_head={self.n_head}")
         if self.input_kind == 'patches':
             if self.image_size % self.patch_size:
-                raise ValueError(f"image_size={self.image_size} is not divisible by patch_size={self.patch_size}: "
+                raise UsageError(f"image_size={self.image_size} is not divisible by patch_size={self.patch_size}: "
                                  "pick a patch size that divides it")
             self.block_size = (self.image_size // self.patch_size) ** 2 + 1  # patches + CLS
 
@@ -68,7 +70,7 @@ def patchify(imgs, patch_size):
     B, C, H, W = imgs.shape
     p = patch_size
     if H % p or W % p:
-        raise ValueError(f"image size {H}x{W} is not divisible by patch_size={p}")
+        raise UsageError(f"image size {H}x{W} is not divisible by patch_size={p}")
     x = imgs.reshape(B, C, H // p, p, W // p, p)
     return x.permute(0, 2, 4, 3, 5, 1).reshape(B, (H // p) * (W // p), p * p * C)
 
@@ -77,14 +79,14 @@ def unpatchify(patches, patch_size, channels):
     B, N, _ = patches.shape
     p, side = patch_size, math.isqrt(N)
     if side * side != N:
-        raise ValueError(f"{N} patches do not form a square image")
+        raise UsageError(f"{N} patches do not form a square image")
     x = patches.reshape(B, side, side, p, p, channels)
     return x.permute(0, 5, 1, 3, 2, 4).reshape(B, channels, side * p, side * p)
 
 def sincos_2d(n_embd, grid):
     """Fixed 2-D sine-cosine position embeddings (MAE); row 0 (the CLS slot) is zero."""
     if n_embd % 4:
-        raise ValueError(f"n_embd={n_embd} must be divisible by 4 for 2-D sin-cos positions")
+        raise UsageError(f"n_embd={n_embd} must be divisible by 4 for 2-D sin-cos positions")
     omega = 1.0 / 10000 ** (torch.arange(n_embd // 4, dtype=torch.float64) / (n_embd // 4))
     ys, xs = torch.meshgrid(torch.arange(grid, dtype=torch.float64), torch.arange(grid, dtype=torch.float64),
                             indexing='ij')
@@ -151,12 +153,14 @@ class Attention(nn.Module):
         self.resid_dropout = nn.Dropout(config.dropout)
 
     def forward(self, x, n_content, mask, causal):
+        # x: (B, R, C), content rows first, then R - n_content query rows; mask: (B, 1, R, n_content) bool (sdpa),
+        # a BlockMask (flex), or None with causal=True (SDPA's own causal kernel)
         B, R, C = x.shape
-        q, k, v = self.c_attn(x[:, :n_content]).split(C, dim=2)
+        q, k, v = self.c_attn(x[:, :n_content]).split(C, dim=2)  # each (B, n_content, C)
         if R > n_content:  # query rows: only their queries (Eq. 23: K and V come from the content stream)
             bias = None if self.c_attn.bias is None else self.c_attn.bias[:C]
             q = torch.cat([q, F.linear(x[:, n_content:], self.c_attn.weight[:C], bias)], dim=1)
-        q = q.view(B, R, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, R, self.n_head, C // self.n_head).transpose(1, 2)  # (B, heads, R, head size)
         k = k.view(B, n_content, self.n_head, C // self.n_head).transpose(1, 2)
         v = v.view(B, n_content, self.n_head, C // self.n_head).transpose(1, 2)
         if mask is None:
@@ -167,7 +171,7 @@ class Attention(nn.Module):
                                                dropout_p=self.dropout if self.training else 0.0)
         else:
             y = flex_attention(q, k, v, mask)
-        y = y.transpose(1, 2).contiguous().view(B, R, C)
+        y = y.transpose(1, 2).contiguous().view(B, R, C)  # every row attended over the n_content keys
         return self.resid_dropout(self.c_proj(y))
 
 class MLP(nn.Module):
@@ -258,21 +262,21 @@ class Transformer(nn.Module):
     def position(self, pos):
         # value checks sync the GPU, so they run on CPU only; scripts check vocab and block size up front
         if pos.device.type == 'cpu' and pos.numel() and int(pos.max()) >= self.config.block_size:
-            raise ValueError(f"position {int(pos.max())} is past block_size={self.config.block_size}: "
+            raise UsageError(f"position {int(pos.max())} is past block_size={self.config.block_size}: "
                              "shorten the sequence or train with a larger block_size")
         return self.wpe(pos) if self.config.input_kind == 'tokens' else self.pos_table[pos]
 
     def embed_content(self, content, content_pos, content_masked=None):
         if self.config.input_kind == 'tokens':
             if content.dim() != 2:
-                raise ValueError(f"a token model needs (B, S) ids, got shape {tuple(content.shape)}")
+                raise UsageError(f"a token model needs (B, S) ids, got shape {tuple(content.shape)}")
             if content.device.type == 'cpu' and content.numel() and int(content.max()) >= self.config.vocab_size:
-                raise ValueError(f"token id {int(content.max())} >= vocab_size={self.config.vocab_size}: "
+                raise UsageError(f"token id {int(content.max())} >= vocab_size={self.config.vocab_size}: "
                                  "the data was tokenised with another vocabulary")
             h = self.wte(content)
         else:
             if content.dim() != 3 or content.shape[-1] != self.config.patch_dim:
-                raise ValueError(f"a patch model needs (B, S, {self.config.patch_dim}) patches, got shape "
+                raise UsageError(f"a patch model needs (B, S, {self.config.patch_dim}) patches, got shape "
                                  f"{tuple(content.shape)}: check channels / patch_size against the checkpoint")
             h = self.patch_embed(content)
             h = torch.where((content_pos == 0)[..., None], self.cls_emb.to(h.dtype), h)
@@ -374,35 +378,51 @@ class Transformer(nn.Module):
         return weights + activations + (B * rows * n_content if dense else 0) + logits
 
 # -----------------------------------------------------------------------------
+# training: one learning-rate schedule, accelerator peaks for MFU
+
+def lr_at(step, peak, warmup, total, floor=0.0, shape='cosine'):
+    """Linear warmup over `warmup` steps, then a half cosine ('cosine') or a straight line ('triangle', Cramming)
+    from peak down to floor at step `total`, and floor after it. Pretraining, fine-tuning and probes alike."""
+    if step < warmup:
+        return peak * (step + 1) / (warmup + 1)
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    decay = 1 - progress if shape == 'triangle' else 0.5 * (1 + math.cos(math.pi * progress))
+    return floor + (peak - floor) * decay
+
+# dense tensor-core peaks in TFLOP/s, most specific name first (fp32 runs use TF32, which setup_processes turns on)
+PEAK_TFLOPS = {'bfloat16': [('H100 PCIe', 756), ('H100', 989), ('H200', 989), ('A100', 312)],
+               'float32': [('H100 PCIe', 378), ('H100', 494), ('H200', 494), ('A100', 156)]}
+PEAK_TFLOPS['float16'] = PEAK_TFLOPS['bfloat16']
+
+def peak_flops(device_name, dtype):
+    """FLOP/s of one accelerator at dtype, for MFU; None when unknown (CPUs included)."""
+    return next((tflops * 1e12 for name, tflops in PEAK_TFLOPS.get(dtype, []) if name in device_name), None)
+
+# -----------------------------------------------------------------------------
 # checkpoints: atomic writes, weights_only reads, one clear line when something is wrong
 
 def save_checkpoint(obj, path):
-    """temp file + fsync + rename: a crash mid-write leaves the previous checkpoint untouched."""
-    tmp_path = f"{path}.tmp.{os.getpid()}"
-    with open(tmp_path, 'wb') as f:
-        torch.save(obj, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp_path, path)
+    """A crash mid-write leaves the previous checkpoint untouched (configurator.atomic_write)."""
+    atomic_write(path, lambda f: torch.save(obj, f))
 
 def read_checkpoint(path, device='cpu'):
     if not os.path.exists(path):
-        raise ValueError(f"checkpoint {path} does not exist: train one with `python train.py config/<name>.py` "
+        raise UsageError(f"checkpoint {path} does not exist: train one with `python train.py config/<name>.py` "
                          "or point --ckpt at an existing file")
     try:
         ckpt = torch.load(path, map_location=device, weights_only=True)
     except Exception as err:
-        raise ValueError(f"checkpoint {path} is corrupt or truncated ({type(err).__name__}): "
+        raise UsageError(f"checkpoint {path} is corrupt or truncated ({type(err).__name__}): "
                          "use the other checkpoint in its out_dir (ckpt_last.pt / ckpt_best.pt) or retrain") from None
     if not isinstance(ckpt, dict) or 'model' not in ckpt or 'model_config' not in ckpt:
-        raise ValueError(f"{path} is not a lookaround checkpoint (no 'model' / 'model_config' entries)")
+        raise UsageError(f"{path} is not a lookaround checkpoint (no 'model' / 'model_config' entries)")
     return ckpt
 
 def model_config_from(ckpt, path='checkpoint', **overrides):
     known = {f.name for f in fields(ModelConfig)}
     unknown = set(ckpt['model_config']) - known
     if unknown:
-        raise ValueError(f"{path} has unknown model_config keys {sorted(unknown)}: it was written by another version")
+        raise UsageError(f"{path} has unknown model_config keys {sorted(unknown)}: it was written by another version")
     return ModelConfig(**{**ckpt['model_config'], **overrides})
 
 def load_checkpoint(path, device='cpu', **overrides):
@@ -413,5 +433,5 @@ def load_checkpoint(path, device='cpu', **overrides):
         model.load_state_dict(ckpt['model'])
     except RuntimeError as err:
         first = str(err).strip().splitlines()[0]
-        raise ValueError(f"{path} does not fit its own model_config ({first})") from None
+        raise UsageError(f"{path} does not fit its own model_config ({first})") from None
     return model.to(device).eval(), ckpt

@@ -15,27 +15,44 @@ positions 1..S-1 plus a *segmentation* of that order into groups; group k is pre
 All samplers draw from an explicit torch.Generator, so a batch is a pure function of (x, generator state).
 """
 
+from dataclasses import dataclass
+from typing import Any, Callable
+
 import torch
 
+from configurator import UsageError
+
 PAD_GROUP = 2 ** 30  # the same constant as model.PAD_GROUP (the two files import neither each other)
-OBJECTIVES = ('ar', 'dar', 'mlm', 'vm', 'gvp')
 
 # -----------------------------------------------------------------------------
-# argument checks: one clear line each
+# the one batch schema: what model(**batch) takes
+
+def model_batch(content, content_pos, content_groups, targets=None, valid=None, query_pos=None, query_groups=None,
+                content_masked=None, pred_index=None, causal=False):
+    """B sequences, R content rows, Q query rows, P target rows (P = Q in two-stream batches), D = patch size.
+      content         (B, R) token ids, or (B, R, D) patches: the content stream's inputs
+      content_pos     (B, R) the position of each content row (0: the conditioning token / CLS slot)
+      content_groups  (B, R) group ids: a content row sees content rows of groups <= its own (PAD_GROUP: padding)
+      query_pos       (B, Q) positions of the query rows (two-stream), or None (one-stream)
+      query_groups    (B, Q) a query row sees content rows of groups < its own
+      content_masked  (B, R) bool: the input is the [MASK] vector (one-stream BERT), or None
+      pred_index      (B, P) one-stream: the content row whose output predicts each target (None: two-stream)
+      targets         (B, P) token ids, or (B, P, D) patches; None: no loss
+      valid           (B, P) bool: real target rows (the rest pad a static width)
+      causal          one-stream GPT: content_groups = positions, and SDPA may use its causal kernel"""
+    return dict(locals())  # the arguments by name: exactly the keywords of Transformer.forward
+
+# -----------------------------------------------------------------------------
+# mask ratios
 
 def check_ratio(mask_ratio):
     """One ratio rho, or a range (low, high) with 0 < low <= high < 1 -> (low, high) as floats."""
     pair = (mask_ratio, mask_ratio) if isinstance(mask_ratio, (int, float)) else mask_ratio
     if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(v, (int, float)) for v in pair)
             and 0 < pair[0] <= pair[1] < 1):
-        raise ValueError(f"mask_ratio must be one ratio in (0, 1) or a range (low, high) with 0 < low <= high < 1, "
+        raise UsageError(f"mask_ratio must be one ratio in (0, 1) or a range (low, high) with 0 < low <= high < 1, "
                          f"got {mask_ratio!r}: e.g. --mask_ratio=0.15 or --mask_ratio=(0.15,0.30)")
     return float(pair[0]), float(pair[1])
-
-def check_length(S, need, objective):
-    if S - 1 < need:
-        raise ValueError(f"objective {objective!r} needs at least {need} tokens after the conditioning token, "
-                         f"got a sequence of length {S}: raise block_size")
 
 # -----------------------------------------------------------------------------
 # orders and segmentations
@@ -81,7 +98,7 @@ def gvp_sizes(B, L, n_groups, segmentation, generator):
             rows.append(torch.cat([picks.sort().values, torch.tensor(top, dtype=torch.long), torch.tensor([L])]))
         bounds = torch.stack(rows)
     else:
-        raise ValueError(f"gvp segmentation must be 'fixed', 'random' or 'mixed', got {segmentation!r}")
+        raise UsageError(f"gvp segmentation must be 'fixed', 'random' or 'mixed', got {segmentation!r}")
     return torch.cat([bounds[:, :1], bounds.diff(dim=1)], dim=1)
 
 def masked_count(rho, L):
@@ -89,6 +106,13 @@ def masked_count(rho, L):
     float64, ties to even; float32 rounds 0.3 * 95 to 28.5 where float64 has 28.4999..., so two roundings would
     disagree at ties and a count could outgrow its width."""
     return (torch.as_tensor(rho, dtype=torch.float64) * L).round().long().clamp(1, L - 1)
+
+def masked_widths(mask_ratio, L):
+    """Static shapes for masked batches, the same for every batch whatever rho is drawn (no recompiles): a
+    sequence has between masked_count(low) and masked_count(high) targets, so
+    content rows = BOS + the visible positions <= 1 + L - masked_count(low), and target rows <= masked_count(high)."""
+    fewest, most = (int(masked_count(rho, L)) for rho in check_ratio(mask_ratio))
+    return 1 + L - fewest, most
 
 def masked_sizes(B, L, mask_ratio, generator):
     """round(rho L) masked positions per sequence, rho fixed (mlm) or ~ U[a, b] per sequence (vm, Eq. 5)."""
@@ -123,29 +147,29 @@ def two_stream_batch(x, groups, content_all=True, widths=(None, None)):
     """Content = BOS + tokens, query rows at every position of group >= 1 (the targets).
     content_all=False drops content rows of the last group: no query ever reads them (queries see strictly
     earlier groups), which for masked objectives is the whole masked set (MAE's encoder saving)."""
-    B, S = x.shape[:2]
+    B, S = x.shape[:2]  # groups: (B, S - 1), the group of positions 1..S-1
     device = x.device
-    full_groups = torch.cat([torch.zeros(B, 1, dtype=torch.long, device=device), groups.to(device)], dim=1)
+    full_groups = torch.cat([torch.zeros(B, 1, dtype=torch.long, device=device), groups.to(device)], dim=1)  # (B, S)
     positions = torch.arange(S, device=device).expand(B, S)
     if content_all:
         content_pos, content_valid = positions, torch.ones(B, S, dtype=torch.bool, device=device)
     else:
         last = full_groups.max(dim=1, keepdim=True).values
         content_pos, content_valid = _pack(positions, full_groups < last, widths[0])
-    query_pos, query_valid = _pack(positions, full_groups >= 1, widths[1])
+    query_pos, query_valid = _pack(positions, full_groups >= 1, widths[1])  # (B, Q): one row per target
     content_groups = torch.gather(full_groups, 1, content_pos).masked_fill(~content_valid, PAD_GROUP)
+    # a padded query row gets group 1: it sees group 0 (BOS at least), so its attention row is never empty (an
+    # empty row is NaN); its loss is masked out by valid, and no row ever attends to a query row
     query_groups = torch.gather(full_groups, 1, query_pos).masked_fill(~query_valid, 1)
-    return dict(content=_gather(x, content_pos), content_pos=content_pos, content_groups=content_groups,
-                query_pos=query_pos, query_groups=query_groups, content_masked=None, pred_index=None,
-                targets=_gather(x, query_pos), valid=query_valid, causal=False)
+    return model_batch(_gather(x, content_pos), content_pos, content_groups, _gather(x, query_pos), query_valid,
+                       query_pos=query_pos, query_groups=query_groups)
 
 def causal_batch(x):
     """One-stream GPT: output at position i predicts position i+1 from positions 0..i."""
     B, S = x.shape[:2]
     positions = torch.arange(S, device=x.device).expand(B, S)
-    return dict(content=x, content_pos=positions, content_groups=positions, query_pos=None, query_groups=None,
-                content_masked=None, pred_index=positions[:, :-1], targets=x[:, 1:],
-                valid=torch.ones(B, S - 1, dtype=torch.bool, device=x.device), causal=True)
+    return model_batch(x, positions, positions, x[:, 1:], torch.ones(B, S - 1, dtype=torch.bool, device=x.device),
+                       pred_index=positions[:, :-1], causal=True)
 
 def bert_batch(x, masked, generator, bert_replace=False, ordinary_tokens=None, width=None):
     """One-stream BERT: masked positions get the [MASK] vector in the input and are predicted from everything
@@ -159,83 +183,166 @@ def bert_batch(x, masked, generator, bert_replace=False, ordinary_tokens=None, w
     content, content_masked = x, masked
     if bert_replace:
         if x.dim() != 2 or not ordinary_tokens:
-            raise ValueError("bert_replace (80/10/10) needs token inputs and ordinary_tokens (the text token ids)")
+            raise UsageError("bert_replace (80/10/10) needs token inputs and ordinary_tokens (the text token ids)")
         draw = torch.rand(B, S, generator=generator, device=generator.device).to(device)
         random_tokens = torch.randint(0, ordinary_tokens, (B, S), generator=generator, device=generator.device).to(device)
         content_masked = masked & (draw < 0.8)
         content = torch.where(masked & (draw >= 0.8) & (draw < 0.9), random_tokens, x)
-    return dict(content=content, content_pos=positions, content_groups=torch.zeros_like(positions),
-                query_pos=None, query_groups=None, content_masked=content_masked, pred_index=pred_index,
-                targets=_gather(x, pred_index), valid=valid, causal=False)
+    return model_batch(content, positions, torch.zeros_like(positions), _gather(x, pred_index), valid,
+                       content_masked=content_masked, pred_index=pred_index)
 
-def check_objective(objective, S, mask_ratio=None, t=2, two_stream=None, n_groups=20, segmentation='mixed',
-                    bert_replace=False, ordinary_tokens=None):
-    """Every setting of an objective checked for sequences of length S (conditioning token included), so a
-    script can refuse a bad flag before it loads data. Returns the mask ratio to use (the objective's default
-    when None)."""
-    if objective not in OBJECTIVES:
-        raise ValueError(f"unknown objective {objective!r}: choose one of {', '.join(OBJECTIVES)}")
-    check_length(S, 2, objective)
-    L = S - 1
-    if objective == 'dar':
-        if not (isinstance(t, int) and t >= 1):
-            raise ValueError(f"dar needs an integer t >= 1 (predict one of the next t tokens), got t={t!r}")
-        if two_stream is False:
-            raise ValueError("dar needs the two-stream model (a target must not see itself): set two_stream=True")
-    if objective == 'gvp':
-        if not (isinstance(n_groups, int) and 1 <= n_groups <= L - 2):
-            raise ValueError(f"gvp needs 1 <= n_groups <= {L - 2} for a sequence of {L} positions, got {n_groups!r}")
-        if segmentation not in ('fixed', 'random', 'mixed'):
-            raise ValueError(f"gvp segmentation must be 'fixed', 'random' or 'mixed', got {segmentation!r}")
-    if objective not in ('mlm', 'vm'):
-        return mask_ratio
-    if mask_ratio is None:
-        mask_ratio = 0.15 if objective == 'mlm' else (0.15, 0.30)
-    if objective == 'mlm' and not isinstance(mask_ratio, (int, float)):
-        raise ValueError(f"mlm takes one mask_ratio, got {mask_ratio!r}: use objective='vm' for a range")
-    if objective == 'vm' and isinstance(mask_ratio, (int, float)):
-        raise ValueError(f"vm takes a mask_ratio range (a, b), got {mask_ratio!r}: use objective='mlm' for one ratio")
-    check_ratio(mask_ratio)
-    if bert_replace and not two_stream and not ordinary_tokens:
-        raise ValueError("bert_replace (80/10/10) needs token inputs and ordinary_tokens (the text token ids)")
-    return mask_ratio
+# -----------------------------------------------------------------------------
+# the objective as a value: its settings, saved in every checkpoint, and the answers every script needs
 
-def make_batch(objective, x, generator, mask_ratio=None, t=2, two_stream=None, random_order=None,
-               bert_replace=False, ordinary_tokens=None, n_groups=20, segmentation='mixed'):
-    """The one entry point: see the module docstring for what each objective means."""
-    B, S = x.shape[:2]
-    L = S - 1
-    mask_ratio = check_objective(objective, S, mask_ratio, t, two_stream, n_groups, segmentation, bert_replace,
-                                 ordinary_tokens)
-    if objective == 'ar':
-        if not two_stream and not random_order:
+@dataclass(frozen=True)
+class Kind:
+    """What makes an objective: how it cuts positions 1..L into groups, and whether it is masked (one visible
+    group read bidirectionally, then one predicted group) or sequential (each group from the earlier ones).
+    A new objective is one more entry in KINDS."""
+    masked: bool
+    random_order: bool      # the default visiting order: a uniform random permutation, or left to right
+    sizes: Callable         # (objective, B, L, generator) -> (B, K) group sizes in visiting order, G_0 first
+    probe_sizes: Callable = None  # sequential: (objective, N) -> (1, K) fixed sizes to encode frozen features with
+    one_stream: bool = True  # can train one-stream (ar: GPT's causal mask; masked: BERT); dar and gvp cannot
+
+KINDS = {
+    'ar': Kind(False, False, lambda o, B, L, g: dar_sizes(B, L, 1, g), lambda o, N: torch.tensor([[0] + [1] * N])),
+    'dar': Kind(False, False, lambda o, B, L, g: dar_sizes(B, L, o.t, g), lambda o, N: torch.tensor([[0] + [o.t] * N]),
+                one_stream=False),
+    'mlm': Kind(True, True, lambda o, B, L, g: masked_sizes(B, L, o.mask_ratio, g)[0]),
+    'vm': Kind(True, True, lambda o, B, L, g: masked_sizes(B, L, o.mask_ratio, g)[0]),
+    'gvp': Kind(False, True, lambda o, B, L, g: gvp_sizes(B, L, o.n_groups, o.segmentation, g),
+                lambda o, N: gvp_sizes(1, N, o.n_groups, 'fixed', None), one_stream=False),
+}
+OBJECTIVES = tuple(KINDS)
+DEFAULT_RATIOS = {'mlm': 0.15, 'vm': (0.15, 0.30)}
+
+@dataclass(frozen=True)
+class Objective:
+    """One pretraining objective with its settings (train.py's config keys of the same names). None means the
+    objective's default; __post_init__ resolves and checks every field, so an Objective is always valid."""
+    name: str = 'ar'
+    mask_ratio: Any = None       # masked: rho (mlm) or a range (a, b) (vm, Eq. 5)
+    t: int = 2                   # dar: predict one of the next t tokens
+    two_stream: bool = None      # ar / masked: one-stream unless True; dar, gvp (and random-order ar) are two-stream
+    random_order: bool = None    # visit positions in a random order (XLNet, GVP); masked objectives always do
+    n_groups: int = 20           # gvp: K
+    segmentation: str = 'mixed'  # gvp: fixed | random | mixed
+    bert_replace: bool = False   # one-stream masked: BERT's 80/10/10
+
+    def __post_init__(self):
+        if self.name not in KINDS:
+            raise UsageError(f"unknown objective {self.name!r}: choose one of {', '.join(KINDS)}")
+        kind, set_field = KINDS[self.name], lambda key, value: object.__setattr__(self, key, value)
+        set_field('random_order', kind.random_order if self.random_order is None else bool(self.random_order))
+        if kind.masked:
+            ratio = DEFAULT_RATIOS.get(self.name) if self.mask_ratio is None else self.mask_ratio
+            if self.name == 'mlm' and not isinstance(ratio, (int, float)):
+                raise UsageError(f"mlm takes one mask_ratio, got {ratio!r}: use objective='vm' for a range")
+            if self.name == 'vm' and isinstance(ratio, (int, float)):
+                raise UsageError(f"vm takes a mask_ratio range (a, b), got {ratio!r}: use objective='mlm' for one ratio")
+            check_ratio(ratio)
+            set_field('mask_ratio', tuple(ratio) if isinstance(ratio, list) else ratio)
+        # two-stream ar is dar with t = 1 (KINDS['ar'] draws dar_sizes(t=1)); in a random order it is XLNet's
+        # permutation LM, which must be two-stream (a causal mask cannot follow a permutation)
+        needs_two = not kind.one_stream or (not kind.masked and self.random_order)
+        if needs_two and self.two_stream is False:
+            raise UsageError(f"{self.name} needs the two-stream model (a target must not see itself): "
+                             "set two_stream=True")
+        set_field('two_stream', True if needs_two else bool(self.two_stream))
+        if self.name == 'dar' and not (isinstance(self.t, int) and self.t >= 1):
+            raise UsageError(f"dar needs an integer t >= 1 (predict one of the next t tokens), got t={self.t!r}")
+        if self.name == 'gvp' and self.segmentation not in ('fixed', 'random', 'mixed'):
+            raise UsageError(f"gvp segmentation must be 'fixed', 'random' or 'mixed', got {self.segmentation!r}")
+
+    @classmethod
+    def from_config(cls, config):
+        """From train.py's config (or a checkpoint's saved 'objective' dict, whose name is under 'name')."""
+        fields = {key: config[key] for key in cls.__dataclass_fields__ if key != 'name' and key in config}
+        return cls(config.get('name', config.get('objective')), **fields)
+
+    @classmethod
+    def from_checkpoint(cls, checkpoint, path='the checkpoint'):
+        config = checkpoint.get('objective') or checkpoint.get('config') or {}
+        if not isinstance(config, dict) or not (config.get('name') or config.get('objective')):
+            raise UsageError(f"{path} names no pretraining objective: it was not written by train.py")
+        return cls.from_config(config)
+
+    def check(self, S):
+        """Settings that depend on the sequence length S (conditioning token included)."""
+        L = S - 1
+        if L < 2:
+            raise UsageError(f"objective {self.name!r} needs at least 2 tokens after the conditioning token, got a "
+                             f"sequence of length {S}: raise block_size")
+        if self.name == 'gvp' and not (isinstance(self.n_groups, int) and 1 <= self.n_groups <= L - 2):
+            raise UsageError(f"gvp needs 1 <= n_groups <= {L - 2} for a sequence of {L} positions, "
+                             f"got {self.n_groups!r}")
+        return self
+
+    @property
+    def kind(self):
+        return KINDS[self.name]
+
+    @property
+    def causal(self):
+        """One-stream GPT: the only objective whose groups a causal mask can express."""
+        return not self.kind.masked and not self.two_stream
+
+    @property
+    def attention(self):
+        """How the content stream attended in pretraining: what features are read with (eval_glue, theory)."""
+        return 'bidirectional' if self.kind.masked else 'causal'
+
+    @property
+    def prefix_style(self):
+        """How the model predicts x_{k+1} from x_1..x_k (evals/ppl.py, reconstruction in evals/vision_eval.py)."""
+        if self.kind.masked:
+            return 'masked_two_stream' if self.two_stream else 'bert'
+        return 'causal' if self.causal else 'groups'
+
+    @property
+    def label(self):
+        """e.g. 'vm [0.15, 0.3] two-stream', 'dar t=2', 'ar random order'."""
+        ratio = self.mask_ratio
+        setting = {'dar': f" t={self.t}", 'gvp': f" K={self.n_groups} {self.segmentation}"}.get(self.name, '')
+        if self.kind.masked:
+            setting = f" {ratio:g}" if isinstance(ratio, (int, float)) else f" [{ratio[0]:g}, {ratio[1]:g}]"
+        extra = ' random order' if self.random_order and not self.kind.masked and self.name != 'gvp' else ''
+        stream = ' two-stream' if self.two_stream and self.kind.one_stream and not extra else ''
+        return self.name + setting + stream + extra
+
+    def probe_groups(self, N):
+        """(1 + N,) content group ids to encode frozen features with, in raster order: masked objectives (one
+        bidirectional visible group) all 0; sequential ones their groups in a fixed draw (GVP keeps the mask at
+        linear probing): ar every position its own group, dar groups of t, gvp its 'fixed' segmentation."""
+        if self.kind.masked:
+            return torch.zeros(N + 1, dtype=torch.long)
+        groups = groups_from_sizes(torch.arange(1, N + 1)[None], self.kind.probe_sizes(self, N))
+        return torch.cat([torch.zeros(1, dtype=torch.long), groups[0]])
+
+    def batch(self, x, generator, ordinary_tokens=None):
+        """The training batch of x (see the module docstring). ordinary_tokens: bert_replace's random ids."""
+        B, S = x.shape[:2]
+        L = S - 1
+        self.check(S)
+        if self.causal and not self.random_order:
             return causal_batch(x)
-        # two-stream ar = dar with t = 1; in a random order it is XLNet's permutation LM
-        objective, t = 'dar', 1
-    if objective == 'dar':
-        order = visiting_order(B, L, random_order, generator, x.device)
-        return two_stream_batch(x, groups_from_sizes(order, dar_sizes(B, L, t, generator).to(order.device)))
-    if objective == 'gvp':
-        order = visiting_order(B, L, True if random_order is None else random_order, generator, x.device)
-        sizes = gvp_sizes(B, L, n_groups, segmentation, generator).to(order.device)
-        return two_stream_batch(x, groups_from_sizes(order, sizes))
-    # mlm / vm
-    sizes, _ = masked_sizes(B, L, mask_ratio, generator)
-    order = visiting_order(B, L, True, generator, x.device)
-    groups = groups_from_sizes(order, sizes.to(order.device))
-    fewest, most = (int(masked_count(rho, L)) for rho in check_ratio(mask_ratio))
-    if two_stream:
-        return two_stream_batch(x, groups, content_all=False, widths=(1 + L - fewest, most))
-    return bert_batch(x, groups == 1, generator, bert_replace, ordinary_tokens, width=most)
+        sizes = self.kind.sizes(self, B, L, generator)
+        order = visiting_order(B, L, self.random_order, generator, x.device)
+        groups = groups_from_sizes(order, sizes.to(order.device))
+        if not self.kind.masked:
+            return two_stream_batch(x, groups)
+        content_width, target_width = masked_widths(self.mask_ratio, L)
+        if self.two_stream:
+            return two_stream_batch(x, groups, content_all=False, widths=(content_width, target_width))
+        return bert_batch(x, groups == 1, generator, self.bert_replace, ordinary_tokens, width=target_width)
+
+def make_batch(name, x, generator, ordinary_tokens=None, **settings):
+    """Objective(name, **settings).batch(x, generator, ordinary_tokens): the one-call form."""
+    return Objective(name, **settings).batch(x, generator, ordinary_tokens)
 
 # -----------------------------------------------------------------------------
 # evaluation batches: next-token prediction from a prefix only (Eq. 2, Fig. 3)
-
-def prefix_style(objective, two_stream):
-    """How a model trained with `objective` predicts x_{k+1} from x_1..x_k."""
-    if objective in ('mlm', 'vm'):
-        return 'masked_two_stream' if two_stream else 'bert'
-    return 'causal' if objective == 'ar' and not two_stream else 'groups'
 
 def prefix_batch(x, style, bert_future='invisible'):
     """A batch whose target rows predict x_{k+1} from BOS, x_1..x_k, for every k in 0..S-2.
@@ -246,9 +353,9 @@ def prefix_batch(x, style, bert_future='invisible'):
     model sees how many positions follow but none of their tokens. 'mask' is for style 'bert' only (a two-stream
     content stream has no [MASK]; causal / groups never look ahead): any other style raises."""
     if bert_future not in ('invisible', 'mask'):
-        raise ValueError(f"bert_future must be 'invisible' or 'mask', got {bert_future!r}")
+        raise UsageError(f"bert_future must be 'invisible' or 'mask', got {bert_future!r}")
     if bert_future == 'mask' and style != 'bert':
-        raise ValueError(f"bert_future='mask' applies to one-stream BERT checkpoints only (prefix style 'bert'), "
+        raise UsageError(f"bert_future='mask' applies to one-stream BERT checkpoints only (prefix style 'bert'), "
                          f"got style {style!r}")
     B, S = x.shape[:2]
     if style == 'causal':
@@ -256,7 +363,7 @@ def prefix_batch(x, style, bert_future='invisible'):
     if style == 'groups':
         return two_stream_batch(x, torch.arange(1, S, device=x.device).expand(B, S - 1))
     if style not in ('bert', 'masked_two_stream'):
-        raise ValueError(f"unknown prefix style {style!r}")
+        raise UsageError(f"unknown prefix style {style!r}")
     L = S - 1
     k = torch.arange(L, device=x.device)  # prefix length; the target is position k + 1
     rows = x.repeat_interleave(L, dim=0)
@@ -264,20 +371,17 @@ def prefix_batch(x, style, bert_future='invisible'):
     positions = torch.arange(S, device=x.device).expand(B * L, S)
     target = (k_rows + 1)[:, None]
     after = positions > target
+    one_row = torch.ones(B * L, 1, dtype=torch.bool, device=x.device)  # each row predicts its one target
     if style == 'bert':
         if bert_future == 'invisible':  # no real row sees the positions after the target
             groups, masked = torch.zeros_like(positions).masked_fill(after, PAD_GROUP), positions == target
         else:  # present, and every one of them [MASK]
             groups, masked = torch.zeros_like(positions), positions >= target
-        return dict(content=rows, content_pos=positions, content_groups=groups,
-                    query_pos=None, query_groups=None, content_masked=masked,
-                    pred_index=target, targets=_gather(rows, target),
-                    valid=torch.ones(B * L, 1, dtype=torch.bool, device=x.device), causal=False)
+        return model_batch(rows, positions, groups, _gather(rows, target), one_row, content_masked=masked,
+                           pred_index=target)
     content_groups = torch.zeros_like(positions).masked_fill(positions >= target, PAD_GROUP)
-    return dict(content=rows, content_pos=positions, content_groups=content_groups, query_pos=target,
-                query_groups=torch.ones_like(target), content_masked=None, pred_index=None,
-                targets=_gather(rows, target), valid=torch.ones(B * L, 1, dtype=torch.bool, device=x.device),
-                causal=False)
+    return model_batch(rows, positions, content_groups, _gather(rows, target), one_row, query_pos=target,
+                       query_groups=torch.ones_like(target))
 
 # -----------------------------------------------------------------------------
 

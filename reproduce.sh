@@ -31,8 +31,8 @@ train() {  # train <out_dir> <config and overrides...>: skipped when the run fin
 }
 
 toy() {
-  $PYTHON theory.py toy --r 2 --s 6 --T 2 --out_dir $OUT/toy
-  $PYTHON theory.py tails --r 2 --s 6 --T 2 --out_dir $OUT/toy
+  $PYTHON theory.py toy --r=2 --s=6 --T=2 --out_dir=$OUT/toy
+  $PYTHON theory.py tails --r=2 --s=6 --T=2 --out_dir=$OUT/toy
 }
 
 two_at_a_time() {  # run the given command lines two at a time (one per core); fail if any of them fails
@@ -109,9 +109,9 @@ fig2() {  # 8000 held-out windows, top 1e5 pairs (App. B.2); the table2 ar and t
     # raw: App. B.2's inner products; cosine: the same with the feature norm taken out
     for variant in raw cosine; do
       local flag="" dir=fig2
-      if [ $variant = cosine ]; then flag=--cosine; dir=fig2-cosine; fi
-      runs+=("$PYTHON theory.py connectivity --ckpt $OUT/text/ar-$seed/ckpt_best.pt \
-              $OUT/table7/mlm15-$seed/ckpt_best.pt --data_dir data/shakespeare $flag --out_dir $OUT/$dir/$seed >/dev/null")
+      if [ $variant = cosine ]; then flag=--cosine=True; dir=fig2-cosine; fi
+      runs+=("$PYTHON theory.py connectivity --ckpt=$OUT/text/ar-$seed/ckpt_best.pt \
+              --ckpt=$OUT/table7/mlm15-$seed/ckpt_best.pt --dataset=shakespeare $flag --out_dir=$OUT/$dir/$seed >/dev/null")
     done
   done
   two_at_a_time "${runs[@]}"
@@ -154,7 +154,7 @@ summary() {  # every table: mean ± sample std over pretraining seeds; dar - ar 
   $PYTHON - $OUT $RES "$SEEDS" <<'PY'
 import csv, glob, json, os, shutil, sys
 import numpy as np
-from data.plot import line_plot
+from evals.plot import line_plot
 out, res, seeds = sys.argv[1], sys.argv[2], sys.argv[3].split()
 os.makedirs(res, exist_ok=True)
 md = [f"Seeds {', '.join(seeds)}; mean ± sample std over seeds. Verdict on a paired difference: 'yes' = the mean "

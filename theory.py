@@ -2,12 +2,12 @@
 The paper's theory, computed: exact toy spectra (Thm 4.2), the length-misalignment term (Thm 4.3), and two
 surrogates measured on trained checkpoints: connectivity (Fig. 2, App. B.2) and effective rank (MAE-LM Sec. 2.2).
 
-  python theory.py toy --r 2 --s 5 --T 2                          # every objective side by side + PNG
-  python theory.py toy --objective mlm --r 2 --s 5 --T 2 --visible 2 --json
-  python theory.py tails --r 2 --s 6 --T 2                        # sum of sigma^4 past r, every objective
-  python theory.py misalign --s 128 --rho 0.15,0.3 --vm 0.15:0.3
-  python theory.py connectivity --ckpt out-ar/ckpt.pt out-mlm/ckpt.pt --data_dir data/shakespeare
-  python theory.py effrank --ckpt out-mlm/ckpt.pt --data_dir data/shakespeare
+  python theory.py toy --r=2 --s=5 --T=2                          # every objective side by side + PNG
+  python theory.py toy --objective=mlm --r=2 --s=5 --T=2 --visible=2 --json=True
+  python theory.py tails --r=2 --s=6 --T=2                        # sum of sigma^4 past r, every objective
+  python theory.py misalign --s=128 --rho='(0.15,0.3)' --vm='(0.15,0.3)'    # vm: a range (a,b), or '()' for none
+  python theory.py connectivity --ckpt=out-ar/ckpt_best.pt --ckpt=out-mlm/ckpt_best.pt --dataset=shakespeare
+  python theory.py effrank --ckpt=out-mlm/ckpt_best.pt --dataset=shakespeare
 
 Toy model (Sec. 4.1.2): r classes, length s, position k of a class-y sample is one of T tokens unique to (k, y)
 (vocabulary s*T*r; the paper prints the token set as {kTr + y*j}, which overlaps across classes, while its proof
@@ -17,18 +17,20 @@ the same matrix with relabelled tokens: we build one block exactly, take its SVD
 The empty text is one row per class (the r class-tagged empty prefixes): that is what gives ar the paper's r*s
 unit singular values. The paper's printed ar row count r(T^s - T)/(T - 1) leaves these r rows out.
 """
-import argparse
 import csv
 import io
 import itertools
 import json
 import math
 import os
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
-from data.plot import line_plot
+from configurator import UsageError, configure, one_line_errors
+from evals.plot import line_plot
 
 BOS = 50256  # GPT-2 <|endoftext|>: the conditioning token at position 0 of every text sequence
 
@@ -37,18 +39,18 @@ BOS = 50256  # GPT-2 <|endoftext|>: the conditioning token at position 0 of ever
 
 def check_toy(objective, r, s, T, visible=(), t=None):
     if min(r, T) < 1 or s < 2:
-        raise ValueError(f"toy needs r >= 1, T >= 1, s >= 2; got r={r}, s={s}, T={T}")
+        raise UsageError(f"toy needs r >= 1, T >= 1, s >= 2; got r={r}, s={s}, T={T}")
     if objective in ('mlm', 'vm'):
         if not visible or any(not 1 <= v <= s - 1 for v in visible) or len(set(visible)) != len(visible):
-            raise ValueError(f"--visible must be distinct numbers of visible tokens s_m in 1..{s - 1} (s={s}), "
+            raise UsageError(f"--visible must be distinct numbers of visible tokens s_m in 1..{s - 1} (s={s}), "
                              f"got {list(visible)}")
         if objective == 'mlm' and len(visible) != 1:
-            raise ValueError(f"mlm takes one --visible value, got {list(visible)}: use --objective vm for a set")
+            raise UsageError(f"mlm takes one --visible value, got {list(visible)}: use --objective=vm for a set")
     elif objective in ('ar', 'dar'):
         if objective == 'dar' and (t is None or t < 1):
-            raise ValueError(f"dar needs --t >= 1 (the number of next positions a prefix predicts), got {t}")
+            raise UsageError(f"dar needs --t >= 1 (the number of next positions a prefix predicts), got {t}")
     else:
-        raise ValueError(f"unknown objective {objective!r}: choose ar, dar, mlm or vm")
+        raise UsageError(f"unknown objective {objective!r}: choose ar, dar, mlm or vm")
 
 def toy_patterns(objective, s, visible=(), t=None):
     """{visible positions: (P(that set), {target position: P(target | set)})}, positions 0..s-1."""
@@ -81,7 +83,7 @@ def toy_block(objective, r, s, T, visible=(), t=None, max_entries=2 * 10 ** 7):
     check_toy(objective, r, s, T, visible, t)
     rows, cols = toy_size(objective, s, T, visible)
     if rows * cols > max_entries:
-        raise ValueError(f"toy enumeration too large: one class block of A is {rows} x {cols} = {rows * cols} "
+        raise UsageError(f"toy enumeration too large: one class block of A is {rows} x {cols} = {rows * cols} "
                          f"entries ({rows * cols * 8 / 1e6:.1f} MB float64; all of A is {r * rows} x {r * cols}): "
                          f"lower --s / --T or raise --max_entries (now {max_entries})")
     block = np.zeros((rows, cols))
@@ -150,7 +152,7 @@ def misalignment(s, rho_range, nodes=16):
     inside the visible set) fails; it is reported as the formula gives it."""
     low, high = rho_range
     if not 0 <= low <= high < 1:
-        raise ValueError(f"mask ratios must satisfy 0 <= a <= b < 1, got {rho_range}")
+        raise UsageError(f"mask ratios must satisfy 0 <= a <= b < 1, got {rho_range}")
     if high > low:
         x, weight = np.polynomial.legendre.leggauss(nodes)
         rhos, weights = low + (high - low) * (x + 1) / 2, weight / 2
@@ -164,7 +166,7 @@ def misalignment(s, rho_range, nodes=16):
     return {'k': k.astype(int), 'w': weights @ w, 'length_term': weights @ length, 'eq4_length_part': weights @ eq4}
 
 # -----------------------------------------------------------------------------
-# outputs: tables as CSV, written atomically (plots: data/plot.py, a PNG with a CSV of the same numbers)
+# outputs: tables as CSV, written atomically (plots: evals/plot.py, a PNG with a CSV of the same numbers)
 
 def write_atomic(path, data):
     path = Path(path)
@@ -198,7 +200,7 @@ def effective_rank(matrix=None, tau=0.9, gram=None):
     """rank_tau (MAE-LM Sec. 2.2): the smallest k whose top-k squared singular values hold a fraction tau.
     Takes H (n, d), or its Gram H^T H, whose eigenvalues are those squared singular values."""
     if not 0 < tau <= 1:
-        raise ValueError(f"tau must lie in (0, 1], got {tau}")
+        raise UsageError(f"tau must lie in (0, 1], got {tau}")
     gram = np.asarray(matrix, np.float64).T @ np.asarray(matrix, np.float64) if gram is None else gram
     power = np.clip(np.linalg.eigvalsh(gram)[::-1], 0, None)
     share = np.cumsum(power) / power.sum()
@@ -210,52 +212,59 @@ def text_windows(data_dir, block_size, num_samples):
     data = load_tokens(data_dir, 'val')  # one clear error naming the prepare command if missing or broken
     length = block_size - 1
     if len(data) < length:
-        raise ValueError(f"{data_dir}/val.bin has {len(data)} tokens, fewer than one window of {length}: "
+        raise UsageError(f"{data_dir}/val.bin has {len(data)} tokens, fewer than one window of {length}: "
                          "use more held-out text")
     starts = np.linspace(0, len(data) - length, num_samples).astype(np.int64)
     windows = np.stack([data[i:i + length] for i in starts]).astype(np.int64)
     return np.concatenate([np.full((num_samples, 1), BOS, np.int64), windows], axis=1)
 
 def load_text_model(ckpt_path, device):
-    """-> (model, pretraining objective): the objective decides how the checkpoint attends."""
+    """-> (model, pretraining objectives.Objective): its .attention decides how the checkpoint is read."""
     from model import load_checkpoint
+    from objectives import Objective
     model, ckpt = load_checkpoint(ckpt_path, device)
     if model.config.input_kind != 'tokens':
-        raise ValueError(f"{ckpt_path} is an image checkpoint: theory.py measures text checkpoints only so far")
-    return model, (ckpt.get('config') or {}).get('objective')
+        raise UsageError(f"{ckpt_path} is an image checkpoint: theory.py measures text checkpoints only so far")
+    return model, Objective.from_checkpoint(ckpt, ckpt_path)
 
-def content_groups(objective, content):
+def content_groups(attention, content):
     """Groups of (B, S) full windows that give a checkpoint its pretraining attention, as eval_glue.py does:
     0,1,2,... (causal) or all 0 (bidirectional). Without them every checkpoint would be read bidirectionally."""
-    from data.finetune import attention_style, pad_batch
-    return pad_batch(list(content.cpu()), attention_style(objective))[0]['content_groups'].to(content.device)
+    import torch
+    if attention not in ('causal', 'bidirectional'):
+        raise UsageError(f"attention must be 'causal' or 'bidirectional', got {attention!r}")
+    B, S = content.shape[:2]
+    if attention == 'bidirectional':
+        return torch.zeros(B, S, dtype=torch.long, device=content.device)
+    return torch.arange(S, device=content.device).expand(B, S)
 
-def encode_windows(model, content, objective, content_masked=None, all_layers=False):
+def encode_windows(model, content, attention, content_masked=None, all_layers=False):
     """Per-position content-stream features of (B, S) windows under the checkpoint's own attention."""
-    return model.features(content, content_groups=content_groups(objective, content),
+    return model.features(content, content_groups=content_groups(attention, content),
                           content_masked=content_masked, all_layers=all_layers)
 
-def encoding(objective, pooling='auto'):
-    """-> (attention style, pooling); 'auto' pools as eval_glue.py: the last token if causal, else the mean."""
-    from data.finetune import attention_style, resolve_pooling
+def encoding(attention, pooling='auto'):
+    """-> pooling; 'auto' pools as eval_glue.py: the last token if causal, else the mean."""
+    from evals.finetune import resolve_pooling
+    if attention not in ('causal', 'bidirectional'):
+        raise UsageError(f"attention must be 'causal' or 'bidirectional', got {attention!r}")
     if pooling not in ('auto', 'last', 'mean'):
-        raise ValueError(f"pooling must be 'auto', 'last' or 'mean', got {pooling!r}")
-    style = attention_style(objective)
-    return style, resolve_pooling(pooling, style)
+        raise UsageError(f"pooling must be 'auto', 'last' or 'mean', got {pooling!r}")
+    return resolve_pooling(pooling, attention)
 
-def pooled_features(model, windows, objective, pooling='auto', batch_size=64, device='cpu'):
+def pooled_features(model, windows, attention, pooling='auto', batch_size=64, device='cpu'):
     """One vector per window: the final feature of the last token, or the mean over the tokens after BOS."""
     import torch
     from tqdm import tqdm
-    pooling = encoding(objective, pooling)[1]
+    pooling = encoding(attention, pooling)
     pooled = []
     for start in tqdm(range(0, len(windows), batch_size), desc='encode', leave=False):
         content = torch.as_tensor(windows[start:start + batch_size], device=device)
-        hidden = encode_windows(model, content, objective).float()
+        hidden = encode_windows(model, content, attention).float()
         pooled.append((hidden[:, -1] if pooling == 'last' else hidden[:, 1:].mean(dim=1)).cpu().numpy())
     return np.concatenate(pooled)
 
-def layer_ranks(model, windows, objective, tau=0.9, mask_ratio=0.15, seed=0, batch_size=64, device='cpu'):
+def layer_ranks(model, windows, attention, tau=0.9, mask_ratio=0.15, seed=0, batch_size=64, device='cpu'):
     """rank_tau per layer of token representations (MAE-LM Fig. 1a / 5a), from per-layer Gram matrices:
     'without_mask' all real tokens of clean inputs; 'with_mask_all' all tokens when mask_ratio of them are
     [MASK] (MAE-LM's H^l); 'with_mask_real' only the unmasked tokens of those inputs. BOS is never counted.
@@ -270,8 +279,8 @@ def layer_ranks(model, windows, objective, tau=0.9, mask_ratio=0.15, seed=0, bat
         masked = generator.random(content.shape) < mask_ratio
         masked[:, 0] = False
         masked_t = torch.as_tensor(masked, device=device)
-        clean = encode_windows(model, content, objective, all_layers=True)
-        with_mask = encode_windows(model, content, objective, content_masked=masked_t, all_layers=True)
+        clean = encode_windows(model, content, attention, all_layers=True)
+        with_mask = encode_windows(model, content, attention, content_masked=masked_t, all_layers=True)
         for layer in range(L):
             for name, hidden, rows in (('without_mask', clean, None), ('with_mask_all', with_mask, None),
                                        ('with_mask_real', with_mask, ~masked)):
@@ -283,17 +292,13 @@ def layer_ranks(model, windows, objective, tau=0.9, mask_ratio=0.15, seed=0, bat
 # -----------------------------------------------------------------------------
 # command line
 
-def parse_ints(text):
-    try:
-        return tuple(int(v) for v in text.split(',')) if text else ()
-    except ValueError:
-        raise SystemExit(f"error: expected comma-separated integers like 1,2,3, got {text!r}") from None
-
 def run_toy(args):
-    visible = parse_ints(args.visible) or tuple(range(1, args.s))
+    visible = args.visible or tuple(range(1, args.s))
+    if args.objective not in ('', 'ar', 'dar', 'mlm', 'vm'):
+        raise UsageError(f"unknown --objective={args.objective}: choose ar, dar, mlm or vm")
     if args.json:
         if not args.objective:
-            raise SystemExit("error: --json needs --objective (ar, dar, mlm or vm)")
+            raise UsageError("--json=True needs --objective=<ar, dar, mlm or vm>")
         visible = visible if args.objective in ('mlm', 'vm') else ()
         t = args.t if args.objective == 'dar' else None
         print(json.dumps(toy_report(args.objective, args.r, args.s, args.T, visible, t, args.max_entries)))
@@ -322,7 +327,7 @@ def run_toy(args):
 
 def run_tails(args):
     """Every objective in the theorem's own currency: sum of sigma^4 past r (Thm 4.1; SPEC §3)."""
-    visible = parse_ints(args.visible) or tuple(range(1, args.s))
+    visible = args.visible or tuple(range(1, args.s))
     settings = [('ar', (), None)] + [('dar', (), t) for t in range(1, 5)] + [('mlm', (v,), None) for v in visible]
     settings += [('vm', visible, None)] if len(visible) > 1 else []
     rows = []
@@ -338,13 +343,11 @@ def run_tails(args):
     print(f"wrote {path}")
 
 def run_misalign(args):
-    try:
-        ranges = [(float(v), float(v)) for v in args.rho.split(',') if v]
-        ranges += [tuple(float(v) for v in args.vm.split(':'))] if args.vm else []
-    except ValueError:
-        raise SystemExit("error: --rho takes ratios like 0.15,0.3 and --vm a range like 0.15:0.3") from None
-    if not ranges or any(len(pair) != 2 for pair in ranges):
-        raise SystemExit("error: give --rho ratios like 0.15,0.3 and/or --vm a range a:b like 0.15:0.3")
+    if not all(isinstance(v, (int, float)) for v in args.rho + args.vm) or len(args.vm) not in (0, 2) \
+            or not args.rho + args.vm:
+        raise UsageError(f"give --rho ratios like --rho=(0.15,0.3) and/or --vm a range (a,b) like --vm=(0.15,0.3) "
+                         f"(--vm=() for none), got --rho={args.rho} --vm={args.vm}")
+    ranges = [(float(v), float(v)) for v in args.rho] + ([tuple(map(float, args.vm))] if args.vm else [])
     labels = [f"rho={a:g}" if a == b else f"vm rho~U[{a:g},{b:g}]" for a, b in ranges]
     results = [misalignment(args.s, rng) for rng in ranges]
     print(f"Thm 4.3 misalignment w_k = (s(1-rho))^3 - (k-1)^3, s={args.s} (vm: averaged over rho ~ U[a, b])")
@@ -361,14 +364,14 @@ def run_misalign(args):
 def run_connectivity(args):
     series = {}
     for ckpt_path in args.ckpt:
-        model, objective = load_text_model(ckpt_path, args.device)
-        style, pooling = encoding(objective, args.pooling)
+        model, pretraining = load_text_model(ckpt_path, args.device)
+        style, pooling = pretraining.attention, encoding(pretraining.attention, args.pooling)
         windows = text_windows(args.data_dir, model.config.block_size, args.num_samples)
-        features = pooled_features(model, windows, objective, pooling, args.batch_size, args.device)
+        features = pooled_features(model, windows, style, pooling, args.batch_size, args.device)
         if args.cosine:
             features = features / np.linalg.norm(features, axis=1, keepdims=True).clip(1e-12)
         top = top_pair_similarities(features, args.top)
-        label = f"{len(series) + 1}: {objective} {Path(ckpt_path).parent.name}"
+        label = f"{len(series) + 1}: {pretraining.label} {Path(ckpt_path).parent.name}"
         series[label] = (np.arange(1, len(top) + 1), top)
         print(f"{label} ({ckpt_path}; {style} attention, {pooling} pooling): top-1 {top[0]:.6g}, median of top {len(top)} {np.median(top):.6g}, last {top[-1]:.6g}")
     path = Path(args.out_dir) / 'connectivity.png'
@@ -377,11 +380,12 @@ def run_connectivity(args):
     print(f"wrote {path} and {path.with_suffix('.csv')}")
 
 def run_effrank(args):
-    model, objective = load_text_model(args.ckpt, args.device)
+    model, pretraining = load_text_model(args.ckpt, args.device)
     windows = text_windows(args.data_dir, model.config.block_size, args.num_samples)
-    ranks = layer_ranks(model, windows, objective, args.tau, args.mask_ratio, args.seed, args.batch_size, args.device)
+    ranks = layer_ranks(model, windows, pretraining.attention, args.tau, args.mask_ratio, args.seed, args.batch_size,
+                        args.device)
     print(f"rank_{args.tau:g} of token representations per layer, {args.ckpt} "
-          f"({objective}, {encoding(objective)[0]} attention; [MASK] ratio {args.mask_ratio:g}, BOS excluded)")
+          f"({pretraining.label}, {pretraining.attention} attention; [MASK] ratio {args.mask_ratio:g}, BOS excluded)")
     print(f"{'layer':>5}" + ''.join(f"{name:>16}" for name in ranks))
     for layer in range(model.config.n_layer):
         print(f"{layer + 1:5d}" + ''.join(f"{ranks[name][layer]:16d}" for name in ranks))
@@ -391,51 +395,41 @@ def run_effrank(args):
               f"effective rank (tau={args.tau:g}) per layer: {args.ckpt}", 'layer', 'rank_tau')
     print(f"wrote {path} and {path.with_suffix('.csv')}")
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest='command', required=True)
-    for name in ('toy', 'tails'):
-        sub = commands.add_parser(name)
-        sub.add_argument('--r', type=int, default=2, help='number of classes')
-        sub.add_argument('--s', type=int, default=5, help='sequence length')
-        sub.add_argument('--T', type=int, default=2, help='tokens per (position, class)')
-        sub.add_argument('--visible', default='', help='s_m for mlm, or the set for vm, e.g. 1,2,3 (default 1..s-1)')
-        sub.add_argument('--t', type=int, default=2, help='dar: how many next positions a prefix predicts')
-        sub.add_argument('--max_entries', type=int, default=2 * 10 ** 7, help='refuse a bigger class block of A')
-        sub.add_argument('--out_dir', default='out/theory')
-        if name == 'toy':
-            sub.add_argument('--objective', choices=('ar', 'dar', 'mlm', 'vm'), help='the one to report with --json')
-            sub.add_argument('--json', action='store_true', help='print one JSON object for --objective')
-    sub = commands.add_parser('misalign')
-    sub.add_argument('--s', type=int, default=128)
-    sub.add_argument('--rho', default='0.15,0.3', help='fixed mask ratios, comma-separated')
-    sub.add_argument('--vm', default='0.15:0.3', help='a vm range a:b (empty for none)')
-    sub.add_argument('--out_dir', default='out/theory')
-    for name in ('connectivity', 'effrank'):
-        sub = commands.add_parser(name)
-        sub.add_argument('--ckpt', nargs='+' if name == 'connectivity' else None, required=True)
-        sub.add_argument('--data_dir', required=True, help='folder with val.bin (uint16 GPT-2 ids)')
-        sub.add_argument('--num_samples', type=int, default=8000 if name == 'connectivity' else 512)
-        sub.add_argument('--batch_size', type=int, default=64)
-        sub.add_argument('--device', default='cpu')
-        sub.add_argument('--out_dir', default='out/theory')
-        if name == 'connectivity':
-            sub.add_argument('--top', type=int, default=10 ** 5, help='how many most similar pairs to keep')
-            sub.add_argument('--cosine', action='store_true', help='normalise features first (the paper does not)')
-            sub.add_argument('--pooling', choices=('auto', 'last', 'mean'), default='auto',
-                             help="the paper does not state its pooling; auto pools as eval_glue.py: the last "
-                                  "token if causal (ar, dar, gvp), else the mean over tokens after BOS")
-        else:
-            sub.add_argument('--tau', type=float, default=0.9)
-            sub.add_argument('--mask_ratio', type=float, default=0.15)
-            sub.add_argument('--seed', type=int, default=0)
-    args = parser.parse_args(argv)
-    try:
-        {'toy': run_toy, 'tails': run_tails, 'misalign': run_misalign,
-         'connectivity': run_connectivity, 'effrank': run_effrank}[args.command](args)
-    except (ValueError, FileNotFoundError) as err:
-        raise SystemExit(f"error: {err}") from None
+TOY = dict(r=2, s=5, T=2, visible=(), t=2, max_entries=2 * 10 ** 7, out_dir='out/theory')
+CHECKPOINT = dict(dataset='', batch_size=64, device='cpu', out_dir='out/theory')
+DEFAULTS = {  # per command; --visible=() means 1..s-1, --vm=() no vm range
+    'toy': dict(TOY, objective='', json=False), 'tails': TOY,
+    'misalign': dict(s=128, rho=(0.15, 0.3), vm=(0.15, 0.3), out_dir='out/theory'),
+    'connectivity': dict(CHECKPOINT, ckpt=(), num_samples=8000, top=10 ** 5, cosine=False, pooling='auto'),
+    'effrank': dict(CHECKPOINT, ckpt='', num_samples=512, tau=0.9, mask_ratio=0.15, seed=0)}
+RUN = {'toy': run_toy, 'tails': run_tails, 'misalign': run_misalign, 'connectivity': run_connectivity,
+       'effrank': run_effrank}
 
-if __name__ == "__main__":
-    main()
+def main(argv):
+    """argv: a command, then --key=value flags (configurator.configure) over that command's DEFAULTS."""
+    if not argv or argv[0] not in DEFAULTS:
+        raise UsageError(f"usage: python theory.py {{{'|'.join(DEFAULTS)}}} [--key=value ...]"
+                         + (f"; unknown command {argv[0]!r}" if argv else ''))
+    command, config = argv[0], dict(DEFAULTS[argv[0]])
+    for arg in argv[1:]:
+        if not arg.startswith('--'):
+            raise UsageError(f"unexpected argument {arg!r}: after the command theory.py takes --key=value flags only "
+                             "(one --ckpt=<path> per checkpoint)")
+    configure(config, argv[1:])
+    if command in ('toy', 'tails') and not all(isinstance(v, int) for v in config['visible']):
+        raise UsageError(f"--visible takes numbers of visible tokens like --visible=2 or --visible=(1,2,3), "
+                         f"got {config['visible']}")
+    if command in ('connectivity', 'effrank'):
+        if not config['ckpt']:
+            raise UsageError(f"{command} needs --ckpt=<path to a text checkpoint>"
+                             + (", once per checkpoint" if command == 'connectivity' else ''))
+        if not config['dataset']:
+            raise UsageError(f"{command} needs --dataset=<name under data/, or a folder holding val.bin>")
+        dataset = config['dataset']
+        config['data_dir'] = dataset if os.sep in dataset else \
+            os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', dataset)
+    RUN[command](SimpleNamespace(**config))
+
+if __name__ == '__main__':
+    one_line_errors('theory.py')
+    main(sys.argv[1:])

@@ -22,11 +22,12 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
-from configurator import (check_memory, check_ranges, configure, one_line_errors, pick_attn_backend, pick_compile,
+from configurator import (UsageError, check_memory, check_ranges, configure, one_line_errors, pick_attn_backend, pick_compile,
                           setup_processes, stop_on_signals)
-from data.plot import line_plot
-from model import ModelConfig, Transformer, model_config_from, open_pairs, patchify, read_checkpoint, save_checkpoint
-from objectives import check_objective, make_batch, to_device
+from evals.plot import line_plot
+from model import (ModelConfig, Transformer, lr_at, model_config_from, open_pairs, patchify, peak_flops,
+                   read_checkpoint, save_checkpoint)
+from objectives import Objective, to_device
 
 # -----------------------------------------------------------------------------
 # default config: a small ar model on the embedded Shakespeare corpus, on CPU in minutes
@@ -58,11 +59,11 @@ mlp = 'gelu'
 attn_backend = 'auto'       # 'flex' on CUDA, 'sdpa' (dense mask) on CPU
 norm_pix_loss = False
 # objective (objectives.py)
-objective = 'ar'            # ar | dar | mlm | vm | gvp
+objective = 'ar'            # ar | dar | mlm | vm | gvp (objectives.KINDS)
 mask_ratio = None           # mlm: rho (default 0.15); vm: (a, b) (default (0.15, 0.30))
 t = 2                       # dar: predict one of the next t tokens
 two_stream = None           # mlm/vm/ar: True for the two-stream form; dar and gvp always are (None = the objective's default)
-random_order = False        # ar/dar along a random permutation (XLNet / GVP); gvp always
+random_order = None         # ar/dar along a random permutation (XLNet); None = the objective's default (random for gvp)
 bert_replace = False        # one-stream mlm/vm: BERT's 80/10/10
 n_groups = 20               # gvp: K
 segmentation = 'mixed'      # gvp: fixed | random | mixed
@@ -96,17 +97,17 @@ check_ranges(config, {
     'beta1': '[0, 1)', 'beta2': '[0, 1)', 'grad_clip': '[0, inf)', 'warmup_iters': '[0, inf)',
     'lr_decay_iters': '[0, inf)', 'min_lr': '[0, inf)', 't': '[1, inf)', 'n_groups': '[1, inf)', 'seed': '[0, inf)'})
 if init_from not in ('scratch', 'resume'):
-    raise ValueError(f"init_from must be 'scratch' or 'resume', got {init_from!r}")
+    raise UsageError(f"init_from must be 'scratch' or 'resume', got {init_from!r}")
 if schedule not in ('cosine', 'triangle'):
-    raise ValueError(f"schedule must be 'cosine' or 'triangle', got {schedule!r}")
+    raise UsageError(f"schedule must be 'cosine' or 'triangle', got {schedule!r}")
 sequence_length = block_size if input_kind == 'tokens' else (image_size // patch_size) ** 2 + 1
-mask_ratio = check_objective(objective, sequence_length, mask_ratio, t, two_stream, n_groups, segmentation)
+pretraining = Objective.from_config(config).check(sequence_length)  # every objective setting, resolved
 # a new run never touches an old one: refuse before anything is read or written
 last_path, best_path = os.path.join(out_dir, 'ckpt_last.pt'), os.path.join(out_dir, 'ckpt_best.pt')
 log_path = os.path.join(out_dir, 'log.jsonl')
 run_files = [os.path.join(out_dir, name) for name in ('ckpt_last.pt', 'ckpt_best.pt', 'log.jsonl', 'loss.png', 'loss.csv')]
 if init_from == 'scratch' and any(os.path.exists(path) for path in run_files) and not overwrite:
-    raise ValueError(f"{out_dir} already holds a run: continue it with --init_from=resume, train into a new "
+    raise UsageError(f"{out_dir} already holds a run: continue it with --init_from=resume, train into a new "
                      "--out_dir, or pass --overwrite=True to delete it first")
 
 # -----------------------------------------------------------------------------
@@ -114,7 +115,7 @@ if init_from == 'scratch' and any(os.path.exists(path) for path in run_files) an
 ddp, rank, local_rank, world_size, device, dtype, autocast = setup_processes(device, dtype)
 master, device_type = rank == 0, device.split(':')[0]
 if gradient_accumulation_steps % world_size:
-    raise ValueError(f"gradient_accumulation_steps={gradient_accumulation_steps} must be a multiple of the "
+    raise UsageError(f"gradient_accumulation_steps={gradient_accumulation_steps} must be a multiple of the "
                      f"{world_size} processes: it counts micro-steps summed over all of them")
 accum = gradient_accumulation_steps // world_size
 attn_backend, compile = pick_attn_backend(attn_backend, device), pick_compile(compile, device)
@@ -133,7 +134,7 @@ if input_kind == 'tokens':
     splits = {split: load_tokens(data_dir, split) for split in ('train', 'val')}
     for split, tokens in splits.items():
         if len(tokens) < block_size:
-            raise ValueError(f"{data_dir}/{split}.bin has {len(tokens)} tokens, fewer than block_size={block_size}: "
+            raise UsageError(f"{data_dir}/{split}.bin has {len(tokens)} tokens, fewer than block_size={block_size}: "
                              "use a smaller block_size or a larger corpus")
     model_args = dict(input_kind='tokens', vocab_size=50304, block_size=block_size)
 
@@ -143,7 +144,7 @@ else:
     from data.images import load_images
     image_sets = {split: load_images(dataset, split) for split in ('train', 'val')}
     if image_sets['train'].channels != channels:
-        raise ValueError(f"{dataset} has {image_sets['train'].channels} channels, config says channels={channels}")
+        raise UsageError(f"{dataset} has {image_sets['train'].channels} channels, config says channels={channels}")
     model_args = dict(input_kind='patches', image_size=image_size, patch_size=patch_size, channels=channels,
                       norm_pix_loss=norm_pix_loss)
 
@@ -154,12 +155,10 @@ else:
         patches = patchify(pixels, patch_size)
         return torch.cat([patches.new_zeros(batch_size, 1, patches.shape[-1]), patches], dim=1)  # CLS slot
 
-objective_args = dict(mask_ratio=mask_ratio, t=t, two_stream=two_stream, random_order=random_order,
-                      bert_replace=bert_replace, ordinary_tokens=BOS if input_kind == 'tokens' else None,
-                      n_groups=n_groups, segmentation=segmentation)
+ordinary_tokens = BOS if input_kind == 'tokens' else None  # bert_replace's random ids: GPT-2 ids below BOS
 
 def next_batch(split, generator):
-    batch = make_batch(objective, sequences(split, generator), generator, **objective_args)
+    batch = pretraining.batch(sequences(split, generator), generator, ordinary_tokens)
     return to_device(batch, device, non_blocking=device_type == 'cuda')
 
 # -----------------------------------------------------------------------------
@@ -173,15 +172,15 @@ if init_from == 'resume':
     saved = model_config_from(checkpoint, last_path, attn_backend=attn_backend)
     if asdict(saved) != asdict(model_config):
         diff = {k: (v, asdict(model_config)[k]) for k, v in asdict(saved).items() if asdict(model_config)[k] != v}
-        raise ValueError(f"{last_path} holds another architecture (checkpoint vs config: {diff}): "
+        raise UsageError(f"{last_path} holds another architecture (checkpoint vs config: {diff}): "
                          "resume with the settings it was trained with, or use a new out_dir")
     if checkpoint['world_size'] != world_size or checkpoint['config']['gradient_accumulation_steps'] != gradient_accumulation_steps:
-        raise ValueError(f"{last_path} was written by {checkpoint['world_size']} processes with gradient_accumulation_steps="
+        raise UsageError(f"{last_path} was written by {checkpoint['world_size']} processes with gradient_accumulation_steps="
                          f"{checkpoint['config']['gradient_accumulation_steps']}: resume with the same layout")
 model = Transformer(model_config)
 # DDP wants a gradient for every trainable parameter: freeze the learned inputs this objective never reads
-probe = make_batch(objective, sequences('train', torch.Generator().manual_seed(0)), torch.Generator().manual_seed(0),
-                   **objective_args)
+probe = pretraining.batch(sequences('train', torch.Generator().manual_seed(0)), torch.Generator().manual_seed(0),
+                          ordinary_tokens)
 model.query_emb.requires_grad_(probe['query_pos'] is not None)
 model.mask_emb.requires_grad_(probe['content_masked'] is not None)
 check_memory(model.step_memory(probe, training=True), device,
@@ -209,16 +208,6 @@ if ddp:
 
 # -----------------------------------------------------------------------------
 # schedule, evaluation, cost accounting
-def get_lr(it):
-    if it < warmup_iters:
-        return learning_rate * (it + 1) / (warmup_iters + 1)
-    if it >= lr_decay_iters:
-        return min_lr
-    progress_ = (it - warmup_iters) / max(1, lr_decay_iters - warmup_iters)
-    if schedule == 'triangle':
-        return min_lr + (learning_rate - min_lr) * (1 - progress_)
-    return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress_)) * (learning_rate - min_lr)
-
 @torch.no_grad()
 def estimate_loss():
     """Objective loss on fixed batches (the same every evaluation, so curves are comparable)."""
@@ -237,14 +226,6 @@ def estimate_loss():
             out[split] /= world_size
     model.train()
     return {split: float(v) for split, v in out.items()}
-
-PEAK_FLOPS = {'H100': 989e12, 'H200': 989e12, 'A100': 312e12}  # bf16 dense, per device
-
-def peak_flops():
-    if device_type != 'cuda':
-        return None
-    name = torch.cuda.get_device_name(device)
-    return next((v for k, v in PEAK_FLOPS.items() if k in name), None)
 
 def batch_flops(batch):
     """Per micro-batch FLOPs with attention counted by the mask's open pairs (SPEC §5)."""
@@ -269,7 +250,7 @@ def save(paths):
         states, torch_rng = [states], [torch_rng]
     if master:
         state = {'model': raw_model.state_dict(), 'optimizer': optimizer.state_dict(),
-                 'model_config': asdict(model_config), 'config': config, 'iter': iter_num,
+                 'model_config': asdict(model_config), 'objective': asdict(pretraining), 'config': config, 'iter': iter_num,
                  'best_val_loss': best_val_loss, 'world_size': world_size, 'streams': states, 'torch_rng': torch_rng}
         for path in paths:
             save_checkpoint(state, path)
@@ -283,19 +264,19 @@ def stop_on_nan(value, where):
 # training loop
 if master:
     os.makedirs(out_dir, exist_ok=True)
-    print(f"{objective} | {raw_model.num_params() / 1e6:.2f}M parameters | {device} {dtype} {attn_backend}"
+    print(f"{pretraining.label} | {raw_model.num_params() / 1e6:.2f}M parameters | {device} {dtype} {attn_backend}"
           f"{' compiled' if compile else ''} | {world_size} process(es) x {accum} micro-steps x {batch_size}")
 if master and init_from == 'scratch':  # only reached with --overwrite=True when the files exist
     for path in run_files:
         if os.path.exists(path):
             os.remove(path)
-peak = peak_flops()
+peak = peak_flops(torch.cuda.get_device_name(device), dtype) if device_type == 'cuda' else None
 bar = tqdm(total=max_iters, initial=iter_num, disable=not (master and progress), dynamic_ncols=True)
 train_loss_sum, train_loss_count = torch.zeros((), device=device), 0
 tokens_per_step = batch_size * (block_size if input_kind == 'tokens' else model_config.block_size) * accum * world_size
 model.train()
 while iter_num < max_iters:
-    lr = get_lr(iter_num)
+    lr = lr_at(iter_num, learning_rate, warmup_iters, lr_decay_iters, min_lr, schedule)
     for group in optimizer.param_groups:
         group['lr'] = lr
     t0 = time.time()
@@ -364,6 +345,6 @@ if master and os.path.exists(log_path):
     line_plot(os.path.join(out_dir, 'loss.png'),
               {'train': ([r['iter'] for r in records], [r['train_loss'] for r in records]),
                'val': ([r['iter'] for r in records], [r['val_loss'] for r in records])},
-              title=f"{objective} on {dataset}", xlabel='iter', ylabel='loss')
+              title=f"{pretraining.label} on {dataset}", xlabel='iter', ylabel='loss')
 if ddp:
     dist.destroy_process_group()

@@ -1,5 +1,5 @@
 # Table 2: dar (t = 2) against ar on the Pile with the Cramming recipe; GLUE with eval_glue.py afterwards.
-exec(open('config/ar_pile.py').read())
+include('ar_pile.py')
 out_dir = 'out-dar-pile'
 objective = 'dar'
 t = 2

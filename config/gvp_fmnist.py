@@ -1,5 +1,5 @@
 # GVP: random order, mixed-length groups (GVP Sec. 3.2); K must stay below the 16 patches.
-exec(open('config/ar_fmnist.py').read())
+include('ar_fmnist.py')
 out_dir = 'out-gvp-fmnist'
 objective = 'gvp'
 n_groups = 6

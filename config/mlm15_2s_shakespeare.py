@@ -1,5 +1,5 @@
 # Masked LM, ratio 0.15, in two-stream form: visible tokens are group 0, masked ones group 1, so no [MASK]
 # ever enters the content stream (MAE-LM's fix) and content rows are computed for visible tokens only.
-exec(open('config/mlm15_shakespeare.py').read())
+include('mlm15_shakespeare.py')
 out_dir = 'out-mlm15-2s-shakespeare'
 two_stream = True

@@ -1,5 +1,5 @@
 # BERT-style masked LM, mask ratio 0.30: one-stream, bidirectional, [MASK] vectors in the input (Table 7's baseline).
-exec(open('config/ar_shakespeare.py').read())
+include('ar_shakespeare.py')
 out_dir = 'out-mlm30-shakespeare'
 objective = 'mlm'
 mask_ratio = 0.30

@@ -1,4 +1,4 @@
 # Variable-length masked LM (Eq. 5) in two-stream form (no [MASK] in the content stream).
-exec(open('config/vm_shakespeare.py').read())
+include('vm_shakespeare.py')
 out_dir = 'out-vm-2s-shakespeare'
 two_stream = True

@@ -1,5 +1,5 @@
 # variable-length masked model (Eq. 5): mask ratio ~ U[0.5, 0.75] per image (Table 8's last row).
-exec(open('config/ar_fmnist.py').read())
+include('ar_fmnist.py')
 out_dir = 'out-vm-fmnist'
 objective = 'vm'
 mask_ratio = (0.5, 0.75)

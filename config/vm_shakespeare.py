@@ -1,5 +1,5 @@
 # Variable-length masked LM (Eq. 5): the mask ratio of each sequence ~ U[0.15, 0.30]. One-stream BERT form.
-exec(open('config/ar_shakespeare.py').read())
+include('ar_shakespeare.py')
 out_dir = 'out-vm-shakespeare'
 objective = 'vm'
 mask_ratio = (0.15, 0.30)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from configurator import UsageError, atomic_write
+
 GLUE_DIR = os.path.join("data", "glue")
 OFFLINE_DIR = os.path.join("data", "glue", "offline")
 
@@ -91,7 +93,7 @@ ALL_TASKS = {**TASKS, **OFFLINE_TASKS}
 
 def get_task(task):
     if task not in ALL_TASKS:
-        raise ValueError(f"unknown task {task!r}: choose one of {', '.join(ALL_TASKS)}")
+        raise UsageError(f"unknown task {task!r}: choose one of {', '.join(ALL_TASKS)}")
     return ALL_TASKS[task]
 
 
@@ -110,7 +112,7 @@ def result_key(task, split):
     """The name a (task, dev split) score goes under in glue_average's input: 'mnli_m' / 'mnli_mm', else task."""
     spec = get_task(task)
     if split not in spec.dev_splits:
-        raise ValueError(f"{task} is scored on {', '.join(spec.dev_splits)}, not {split!r}")
+        raise UsageError(f"{task} is scored on {', '.join(spec.dev_splits)}, not {split!r}")
     if len(spec.dev_splits) == 1:
         return task
     return {"dev_matched": f"{task}_m", "dev_mismatched": f"{task}_mm"}[split]
@@ -123,7 +125,7 @@ def _column_index(task, header, column, path):
     if header is None:
         return column
     if column not in header:
-        raise ValueError(f"{path}:1: header has no column {column!r} (it has {header}); "
+        raise UsageError(f"{path}:1: header has no column {column!r} (it has {header}); "
                          f"not the official layout? {prepare_hint(task)}")
     return header.index(column)
 
@@ -133,13 +135,13 @@ def _parse_label(spec, raw, where):
         try:
             score = float(raw)
         except ValueError:
-            raise ValueError(f"{where}: score {raw!r} is not a number") from None
+            raise UsageError(f"{where}: score {raw!r} is not a number") from None
         low, high = spec.score_range
         if not low <= score <= high:  # also rejects nan
-            raise ValueError(f"{where}: score {score} is outside [{low}, {high}]")
+            raise UsageError(f"{where}: score {score} is outside [{low}, {high}]")
         return score
     if raw not in spec.labels:
-        raise ValueError(f"{where}: label {raw!r} is not one of {list(spec.labels)}")
+        raise UsageError(f"{where}: label {raw!r} is not one of {list(spec.labels)}")
     return spec.labels.index(raw)
 
 
@@ -148,13 +150,13 @@ def read_task(glue_dir, task, split):
     spec = get_task(task)
     splits = ("train",) + spec.dev_splits
     if split not in splits:
-        raise ValueError(f"{task} has splits {', '.join(splits)} (with labels), not {split!r}")
+        raise UsageError(f"{task} has splits {', '.join(splits)} (with labels), not {split!r}")
     task_dir = os.path.join(glue_dir, spec.folder)
     if not os.path.isdir(task_dir):
-        raise ValueError(f"{task}: no folder {task_dir}: {prepare_hint(task)}")
+        raise UsageError(f"{task}: no folder {task_dir}: {prepare_hint(task)}")
     path = os.path.join(task_dir, f"{split}.tsv")
     if not os.path.isfile(path):
-        raise ValueError(f"{task}: {path} is missing: {prepare_hint(task)}")
+        raise UsageError(f"{task}: {path} is missing: {prepare_hint(task)}")
 
     rows = []
     # utf-8-sig drops MRPC's BOM; QUOTE_NONE because GLUE text is raw: a '"' is a character, never quoting
@@ -164,7 +166,7 @@ def read_task(glue_dir, task, split):
         if spec.header:
             header = next(reader, None)
             if header is None:
-                raise ValueError(f"{path}: file is empty (expected a header): {prepare_hint(task)}")
+                raise UsageError(f"{path}: file is empty (expected a header): {prepare_hint(task)}")
             n_columns = len(header)
         text_idx = [_column_index(task, header, column, path) for column in spec.text_columns]
         label_idx = _column_index(task, header, spec.label_column, path)
@@ -173,13 +175,13 @@ def read_task(glue_dir, task, split):
                 continue  # a blank line holds no example
             where = f"{path}:{reader.line_num}"
             if len(fields) != n_columns:
-                raise ValueError(f"{where}: expected {n_columns} tab-separated fields, got {len(fields)} "
+                raise UsageError(f"{where}: expected {n_columns} tab-separated fields, got {len(fields)} "
                                  f"(a stray tab or newline inside a text?)")
             label = _parse_label(spec, fields[label_idx], where)
             text_b = fields[text_idx[1]] if len(text_idx) == 2 else None
             rows.append((fields[text_idx[0]], text_b, label))
     if not rows:
-        raise ValueError(f"{path}: no examples in the file: {prepare_hint(task)}")
+        raise UsageError(f"{path}: no examples in the file: {prepare_hint(task)}")
     return rows
 
 
@@ -194,12 +196,8 @@ def write_tsv(path, header, rows):
     lines = ([] if header is None else [header]) + list(rows)
     for fields in lines:
         if any("\t" in field or "\n" in field or "\r" in field for field in fields):
-            raise ValueError(f"{path}: a field holds a tab or newline: clean() the text first")
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    temporary = path + ".tmp"
-    with open(temporary, "w", encoding="utf-8", newline="") as f:
-        f.writelines("\t".join(fields) + "\n" for fields in lines)
-    os.replace(temporary, path)
+            raise UsageError(f"{path}: a field holds a tab or newline: clean() the text first")
+    atomic_write(path, "".join("\t".join(fields) + "\n" for fields in lines))
 
 # -----------------------------------------------------------------------------
 # metrics (plain numpy; tests check each against scikit-learn / scipy)
@@ -208,7 +206,7 @@ def write_tsv(path, header, rows):
 def _as_pair(preds, labels):
     preds, labels = np.asarray(preds), np.asarray(labels)
     if preds.ndim != 1 or preds.shape != labels.shape or preds.size == 0:
-        raise ValueError(f"preds and labels must be equal-length non-empty 1-D arrays, "
+        raise UsageError(f"preds and labels must be equal-length non-empty 1-D arrays, "
                          f"got shapes {preds.shape} and {labels.shape}")
     return preds, labels
 
@@ -284,7 +282,7 @@ def task_score(task, preds, labels):
     if not spec.is_regression:
         bad = ~np.isin(preds, np.arange(len(spec.labels)))
         if bad.any():
-            raise ValueError(f"{task}: predictions must be class ids 0..{len(spec.labels) - 1} "
+            raise UsageError(f"{task}: predictions must be class ids 0..{len(spec.labels) - 1} "
                              f"(take the argmax of the logits), got {preds[bad][0]!r}")
     return {name: 100.0 * METRICS[name](preds, labels) for name in spec.metrics}
 
@@ -309,19 +307,19 @@ def glue_average(results, allow_partial=False):
     for key in keys:
         get_task(_task_of_key(key))  # one clear error for an unknown name
         if key == "mnli":
-            raise ValueError("MNLI has two scores: store them as 'mnli_m' and 'mnli_mm' (see result_key)")
+            raise UsageError("MNLI has two scores: store them as 'mnli_m' and 'mnli_mm' (see result_key)")
     offline = [key for key in keys if get_task(_task_of_key(key)).offline]
     if offline and len(offline) != len(keys):
-        raise ValueError(f"results mix the offline suite ({', '.join(offline)}) with GLUE: average them apart")
+        raise UsageError(f"results mix the offline suite ({', '.join(offline)}) with GLUE: average them apart")
     expected = OFFLINE_AVERAGE_KEYS if offline else GLUE_AVERAGE_KEYS
     missing = [key for key in expected if key not in keys]
     if not keys or (missing and not allow_partial):
-        raise ValueError(f"glue_average needs {', '.join(missing or expected)} as well "
+        raise UsageError(f"glue_average needs {', '.join(missing or expected)} as well "
                          f"(or allow_partial=True for a partial average)")
     main_scores = []
     for key in keys:
         main_metric = get_task(_task_of_key(key)).metrics[0]
         if main_metric not in results[key]:
-            raise ValueError(f"results[{key!r}] lacks its main metric {main_metric!r}: pass task_score()'s dict")
+            raise UsageError(f"results[{key!r}] lacks its main metric {main_metric!r}: pass task_score()'s dict")
         main_scores.append(float(results[key][main_metric]))
     return float(np.mean(main_scores))

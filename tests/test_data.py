@@ -116,7 +116,7 @@ def test_eval_only_corpus_has_no_train_split(tmp_path):
     (tmp_path / "train.bin").write_bytes(b"\x01\x00")  # stale, from an earlier prepare: must go
     meta = text.write_corpus(tmp_path, [], ["only evaluation text"], source="unit test")
     assert meta["splits"] == ["val"] and not (tmp_path / "train.bin").exists()
-    with pytest.raises(FileNotFoundError, match="no 'train' split"):
+    with pytest.raises(UsageError, match="no 'train' split"):
         text.load_tokens(tmp_path, "train")
     with pytest.raises(ValueError, match="no non-empty documents"):
         text.write_corpus(tmp_path / "empty", [], [" "], source="unit test")
@@ -126,9 +126,9 @@ def test_load_tokens_bad_inputs(tmp_path, monkeypatch):
     monkeypatch.setattr(text, "DATA_DIR", tmp_path)
     (tmp_path / "mycorpus").mkdir()
     (tmp_path / "mycorpus" / "prepare.py").write_text("")
-    with pytest.raises(FileNotFoundError, match=r"run `python data/mycorpus/prepare.py`"):
+    with pytest.raises(UsageError, match=r"run `python data/mycorpus/prepare.py`"):
         text.load_tokens(tmp_path / "mycorpus", "train")
-    with pytest.raises(FileNotFoundError, match=r"python data/prepare.py --input="):
+    with pytest.raises(UsageError, match=r"python data/prepare.py --input="):
         text.load_tokens(tmp_path / "elsewhere", "train")
     (tmp_path / "mycorpus" / "train.bin").write_bytes(b"")
     with pytest.raises(ValueError, match="empty"):
@@ -140,7 +140,7 @@ def test_load_tokens_bad_inputs(tmp_path, monkeypatch):
     (tmp_path / "mycorpus" / "meta.json").write_text(json.dumps({"vocab_size": 32000, "splits": ["train"]}))
     with pytest.raises(ValueError, match="vocab mismatch"):
         text.load_tokens(tmp_path / "mycorpus", "train")
-    with pytest.raises(FileNotFoundError, match="prepare.py"):
+    with pytest.raises(UsageError, match="prepare.py"):
         text.get_batch(tmp_path / "mycorpus" / "val.bin", 2, 4, torch.Generator().manual_seed(0))
 
 
@@ -212,7 +212,7 @@ def test_read_documents_bad_inputs(tmp_path, monkeypatch):
     (tmp_path / "nofield.jsonl").write_text('{"body": "x"}\n')
     with pytest.raises(ValueError, match="no string field 'text'"):
         list(text.read_documents(tmp_path / "nofield.jsonl"))
-    with pytest.raises(FileNotFoundError, match="no input files match"):
+    with pytest.raises(UsageError, match="no input files match"):
         list(text.read_documents(tmp_path / "missing*.jsonl"))
     (tmp_path / "x.csv").write_text("a,b\n")
     with pytest.raises(ValueError, match="unsupported file type"):

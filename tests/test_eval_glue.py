@@ -1,4 +1,4 @@
-"""eval_glue.py and data/finetune.py: encoding and masks, pooling, the schedule, the linear probes against
+"""eval_glue.py and evals/finetune.py: encoding and masks, pooling, the schedule, the linear probes against
 scikit-learn, the whole pipeline on fixtures of every task (scores re-checked with scikit-learn / scipy), a small
 model learning a separable task, torchrun = one process, and one-line errors."""
 import csv
@@ -13,11 +13,12 @@ from scipy import stats
 from sklearn import linear_model
 from sklearn import metrics as skm
 
-from conftest import FIXTURES_GLUE, ROOT, make_checkpoint, run_script, script_error
+from conftest import FIXTURES_GLUE, make_checkpoint, run_script, script_error
 from data import glue_tasks as gt
-from data import finetune as ft
+from evals import finetune as ft
 from data.text import get_tokenizer
-from model import PAD_GROUP
+from model import PAD_GROUP, lr_at
+from objectives import Objective
 
 FIXTURES = FIXTURES_GLUE
 QUICK = ['--epochs=1', '--progress=False', '--batch_size=4']
@@ -93,13 +94,13 @@ def test_pool_rows():
 
 
 def test_attention_and_pooling_choices():
-    assert [ft.attention_style(o) for o in ('ar', 'dar', 'gvp', 'mlm', 'vm')] == ['causal'] * 3 + ['bidirectional'] * 2
+    assert [Objective(o).attention for o in ('ar', 'dar', 'gvp', 'mlm', 'vm')] == ['causal'] * 3 + ['bidirectional'] * 2
     assert ft.resolve_pooling('auto', 'causal') == 'last' and ft.resolve_pooling('auto', 'bidirectional') == 'mean'
     assert ft.resolve_pooling('first', 'bidirectional') == 'first'
     with pytest.raises(ValueError, match='BOS'):
         ft.resolve_pooling('first', 'causal')
     with pytest.raises(ValueError, match='train.py'):
-        ft.attention_style(None)
+        Objective.from_checkpoint({'config': {}})
 
 # -----------------------------------------------------------------------------
 # schedule and linear probes
@@ -107,7 +108,7 @@ def test_attention_and_pooling_choices():
 
 def test_warmup_then_cosine_to_zero():
     total, peak = 200, 4e-5
-    lrs = [ft.lr_at(step, total, 0.1, peak) for step in range(total)]
+    lrs = [lr_at(step, peak, 20, total) for step in range(total)]  # 10% warmup
     assert all(0 < a < b for a, b in zip(lrs[:20], lrs[1:21]))  # linear warmup over 10% of the steps
     assert lrs[20] == pytest.approx(peak) and max(lrs) == pytest.approx(peak)
     assert all(a >= b for a, b in zip(lrs[20:], lrs[21:]))

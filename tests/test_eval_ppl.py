@@ -1,4 +1,4 @@
-"""eval_ppl.py and data/ppl.py: next-token NLL from a prefix only (Eq. 2), by conditioning length (Fig. 3)."""
+"""eval_ppl.py and evals/ppl.py: next-token NLL from a prefix only (Eq. 2), by conditioning length (Fig. 3)."""
 import csv
 import json
 import math
@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from conftest import make_checkpoint, run_script, write_corpus
-from data.ppl import (bucket_table, eval_style, gather_windows, score_windows, window_starts)
+from evals.ppl import (bucket_table, gather_windows, score_windows, window_starts)
+from objectives import Objective
 from data.text import iter_windows
 from model import save_checkpoint
 
@@ -82,7 +83,7 @@ def masked_future_nll(model, window):
 
 @pytest.mark.parametrize('style,objective,two_stream', STYLES)
 def test_batched_scores_equal_one_forward_per_prefix(tmp_path, style, objective, two_stream):
-    assert eval_style(dict(objective=objective, two_stream=two_stream)) == style
+    assert prefix_style(dict(objective=objective, two_stream=two_stream)) == style
     model = small_model(tmp_path, objective)
     windows = random_windows(3, 17)
     with torch.no_grad():
@@ -93,14 +94,18 @@ def test_batched_scores_equal_one_forward_per_prefix(tmp_path, style, objective,
         torch.testing.assert_close(nll, expected, rtol=1e-5, atol=1e-5)
 
 
+def prefix_style(train_config):
+    return Objective.from_config(train_config).prefix_style
+
+
 def test_eval_style_follows_the_training_config():
-    assert eval_style(dict(objective='ar', two_stream=None, random_order=True)) == 'groups'  # XLNet: two-stream
-    assert eval_style(dict(objective='ar', two_stream=True)) == 'groups'
-    assert eval_style(dict(objective='gvp', two_stream=None)) == 'groups'
-    assert eval_style(dict(objective='mlm', two_stream=True)) == 'masked_two_stream'
-    assert eval_style(dict(objective='vm', two_stream=False)) == 'bert'
+    assert prefix_style(dict(objective='ar', two_stream=None, random_order=True)) == 'groups'  # XLNet: two-stream
+    assert prefix_style(dict(objective='ar', two_stream=True)) == 'groups'
+    assert prefix_style(dict(objective='gvp', two_stream=None)) == 'groups'
+    assert prefix_style(dict(objective='mlm', two_stream=True)) == 'masked_two_stream'
+    assert prefix_style(dict(objective='vm', two_stream=False)) == 'bert'
     with pytest.raises(ValueError, match='unknown objective'):
-        eval_style(dict(objective='clm'))
+        prefix_style(dict(objective='clm'))
 
 # -----------------------------------------------------------------------------
 # 2. a prediction at k+1 depends on x_1..x_k only
@@ -162,7 +167,7 @@ def test_uniform_model_scores_the_vocab_size_and_buckets_add_up(tmp_path, tiny_c
     ar_path, ar_model = make_checkpoint(tmp_path / 'ar.pt', 'ar', seed=3)
     out = tmp_path / 'out'
     result = run_script('eval_ppl.py', f'--ckpt={uniform_path}', f'--ckpt={ar_path}', '--names=uniform',
-                        '--names=ar', f'--data={tiny_corpus}', '--max_tokens=640', '--progress=False',
+                        '--names=ar', f'--dataset={tiny_corpus}', '--max_tokens=640', '--progress=False',
                         f'--out_dir={out}')
     assert result.returncode == 0, result.stderr
     summary = json.loads((out / 'summary.json').read_text())
@@ -224,14 +229,14 @@ def bad_vocab_corpus(tmp_path):
     ('image', 'not a text model'), ('bert_future', "bert_future must be 'invisible' or 'mask', got 'visible'")])
 def test_bad_input_gives_one_line(tmp_path, tiny_corpus, case, expected):
     ckpt, _ = make_checkpoint(tmp_path / 'ar.pt', 'ar')
-    args = [f'--ckpt={ckpt}', f'--data={tiny_corpus}']
+    args = [f'--ckpt={ckpt}', f'--dataset={tiny_corpus}']
     if case == 'missing':
         args[0] = f'--ckpt={tmp_path}/nope.pt'
     elif case == 'not_a_checkpoint':
         torch.save({'weights': torch.zeros(2)}, tmp_path / 'other.pt')
         args[0] = f'--ckpt={tmp_path}/other.pt'
     elif case == 'meta_vocab':
-        args[1] = f'--data={bad_vocab_corpus(tmp_path)}'
+        args[1] = f'--dataset={bad_vocab_corpus(tmp_path)}'
     elif case == 'token_id':  # BOS = 50256 does not exist in a 64-token model
         args[0] = f'--ckpt={make_checkpoint(tmp_path / "small.pt", "ar", vocab_size=64)[0]}'
     elif case == 'too_long':
@@ -252,7 +257,7 @@ def test_bert_future_mask_applies_to_bert_runs_only(tmp_path, tiny_corpus):
     ar_path, ar = make_checkpoint(tmp_path / 'ar.pt', 'ar', seed=5)
     out = tmp_path / 'out'
     result = run_script('eval_ppl.py', f'--ckpt={mlm_path}', f'--ckpt={ar_path}', '--names=mlm', '--names=ar',
-                        f'--data={tiny_corpus}', '--max_tokens=160', '--bert_future=mask', '--progress=False',
+                        f'--dataset={tiny_corpus}', '--max_tokens=160', '--bert_future=mask', '--progress=False',
                         f'--out_dir={out}')
     assert result.returncode == 0, result.stderr
     summary = json.loads((out / 'summary.json').read_text())
@@ -273,7 +278,7 @@ def test_bert_future_mask_applies_to_bert_runs_only(tmp_path, tiny_corpus):
 def test_torchrun_shards_add_up_to_all_windows(tmp_path, tiny_corpus):
     ckpt, model = make_checkpoint(tmp_path / 'mlm.pt', 'mlm', seed=2)
     result = run_script('-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', 'eval_ppl.py',
-                        f'--ckpt={ckpt}', f'--data={tiny_corpus}', '--max_tokens=480', '--progress=False',
+                        f'--ckpt={ckpt}', f'--dataset={tiny_corpus}', '--max_tokens=480', '--progress=False',
                         f'--out_dir={tmp_path}/out')
     assert result.returncode == 0, result.stderr
     summary = json.loads((tmp_path / 'out' / 'summary.json').read_text())

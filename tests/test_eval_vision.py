@@ -1,4 +1,4 @@
-"""Tests for eval_vision.py and data/vision_eval.py: reconstruction never reads a masked patch before it is filled,
+"""Tests for eval_vision.py and evals/vision_eval.py: reconstruction never reads a masked patch before it is filled,
 probe masks, the linear probe and fine-tuning parts, bad input, and a tiny pretrained model beating chance."""
 import csv
 import os
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import ROOT, make_checkpoint, run_script
-from data import vision_eval as ve
+from evals import vision_eval as ve
 from model import ModelConfig, Transformer
 from objectives import conditioning_sets, target_positions
 
@@ -150,7 +150,7 @@ def test_probe_groups_keep_the_pretraining_mask_in_raster_order():
     before = model.features(seqs, positions, groups.expand(2, -1))
     after = model.features(changed, positions, groups.expand(2, -1))
     assert torch.allclose(before[:, :-1], after[:, :-1], atol=1e-6) and not torch.allclose(before[:, -1], after[:, -1])
-    with pytest.raises(ValueError, match="pool='cls'"):
+    with pytest.raises(ValueError, match="pooling='cls'"):
         ve.check_pool('cls', groups)
 
 

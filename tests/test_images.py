@@ -1,4 +1,4 @@
-"""Tests for data/images.py (formats, loaders, augmentation), the two image prepare scripts and data/lpips.py."""
+"""Tests for data/images.py (formats, loaders, augmentation), the two image prepare scripts and evals/lpips.py."""
 
 import gzip
 import math
@@ -281,7 +281,7 @@ def test_image_folder_errors(tmp_path):
 
 @pytest.fixture(scope='module')
 def lpips_alex():
-    from data import lpips
+    from evals import lpips
     try:
         imgs.fetch_wheel(*lpips.WHEEL, lpips.CACHE_DIR)
     except RuntimeError as err:
@@ -326,7 +326,7 @@ def test_lpips_gradients_reach_input(lpips_alex):
 
 
 def test_lpips_bad_input(lpips_alex, tmp_path):
-    from data import lpips
+    from evals import lpips
     with pytest.raises(ValueError, match='same-shape'):
         lpips_alex(torch.rand(1, 3, 32, 32), torch.rand(2, 3, 32, 32))
     with pytest.raises(ValueError, match='at least 21 px'):
@@ -343,7 +343,7 @@ def test_lpips_bad_input(lpips_alex, tmp_path):
 
 @pytest.mark.parametrize('net', ['alex', 'vgg'])
 def test_lpips_state_dict_matches_shipped_weights(lpips_alex, net):
-    from data import lpips
+    from evals import lpips
     shipped, _ = lpips.load_weights(net)
     model = lpips_alex if net == 'alex' else lpips.LPIPS(net)
     ours = model.state_dict()

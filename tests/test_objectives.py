@@ -1,10 +1,14 @@
 """objectives.py: the conditioning sets each objective declares, and its samplers' distributions."""
 
+import json
+
 import pytest
 import torch
 
-from objectives import (PAD_GROUP, conditioning_sets, dar_sizes, gvp_sizes, make_batch, masked_count, masked_sizes,
-                        prefix_batch, target_positions, visiting_order)
+import objectives
+from conftest import run_in_process
+from objectives import (PAD_GROUP, Kind, Objective, conditioning_sets, dar_sizes, gvp_sizes, make_batch, masked_count,
+                        masked_sizes, prefix_batch, target_positions, visiting_order)
 
 S = 13  # BOS + 12 positions
 
@@ -100,8 +104,7 @@ def test_gvp_sets_are_nested_along_a_random_order():
 @pytest.mark.parametrize('style,objective,two_stream', [('causal', 'ar', False), ('groups', 'dar', True),
                                                         ('bert', 'mlm', False), ('masked_two_stream', 'vm', True)])
 def test_prefix_batches_condition_on_the_prefix_only(style, objective, two_stream):
-    from objectives import prefix_style
-    assert prefix_style(objective, two_stream) == style
+    assert Objective(objective, two_stream=two_stream).prefix_style == style
     batch = prefix_batch(tokens(B=2), style)
     positions = target_positions(batch)
     for b, rows in enumerate(conditioning_sets(batch)):
@@ -258,3 +261,29 @@ def test_vm_batches_have_static_shapes(two_stream):
                                                                 two_stream=two_stream).items() if torch.is_tensor(v))
               for s in range(20)}
     assert len(shapes) == 1
+
+# -----------------------------------------------------------------------------
+# a new objective is one entry in objectives.KINDS: every script takes it from there
+
+
+def test_a_new_objective_is_one_entry_in_kinds(tmp_path, tiny_corpus, monkeypatch):
+    """A toy objective defined here: predict each pair of tokens from the pairs before it (two-stream). Registered,
+    it trains with train.py, is saved in the checkpoint, and eval_ppl.py scores it, with no script edited."""
+    pairs = Kind(masked=False, random_order=False, one_stream=False,
+                 sizes=lambda objective, B, L, generator: torch.tensor([[0] + [2] * L]).expand(B, L + 1),
+                 probe_sizes=lambda objective, N: torch.tensor([[0] + [2] * N]))
+    monkeypatch.setitem(objectives.KINDS, 'pairs', pairs)
+    toy = Objective('pairs')
+    assert (toy.two_stream, toy.attention, toy.prefix_style, toy.label) == (True, 'causal', 'groups', 'pairs')
+    for (b, p), cond in sets_by_position(toy.batch(tokens(), torch.Generator().manual_seed(0))).items():
+        first_of_pair = p - (p - 1) % 2
+        assert cond == set(range(first_of_pair)), (p, cond)  # BOS and the earlier pairs, never its own pair
+    assert toy.probe_groups(6).tolist() == [0, 1, 1, 2, 2, 3, 3]
+    out = tmp_path / 'out'
+    run_in_process('train.py', f'--dataset={tiny_corpus}', f'--out_dir={out}', '--objective=pairs', '--n_layer=1',
+                   '--n_head=2', '--n_embd=32', '--block_size=17', '--batch_size=4', '--max_iters=2',
+                   '--eval_interval=2', '--eval_iters=1', '--warmup_iters=0', '--progress=False')
+    run_in_process('eval_ppl.py', f'--ckpt={out / "ckpt_best.pt"}', f'--dataset={tiny_corpus}', '--max_tokens=64',
+                   f'--out_dir={tmp_path / "ppl"}', '--progress=False')
+    scored, = json.loads((tmp_path / 'ppl' / 'summary.json').read_text())['checkpoints']
+    assert scored['objective'] == 'pairs' and scored['style'] == 'groups' and 1 < scored['ppl'] < 1e6

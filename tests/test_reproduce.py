@@ -92,5 +92,6 @@ def test_every_run_gets_the_whole_recipe(tmp_path):
     connectivity = [c.split() for c in calls if c.startswith('theory.py connectivity')]
     assert len(connectivity) == 2 * 2  # raw and cosine, per seed
     for args in connectivity:  # two checkpoints, the data, the flag only for the cosine run, one out_dir
-        assert len(args) == (10 if '--cosine' in args else 9) and args[-1].endswith(('fig2/7', 'fig2/8', 'cosine/7',
-                                                                                     'cosine/8')), args
+        assert sum(a.startswith('--ckpt=') for a in args) == 2 and '--dataset=shakespeare' in args, args
+        assert len(args) == (7 if '--cosine=True' in args else 6) and args[-1].startswith('--out_dir=') and \
+            args[-1].endswith(('fig2/7', 'fig2/8', 'cosine/7', 'cosine/8')), args

@@ -122,28 +122,27 @@ def test_refuses_huge_enumeration_with_its_size():
     # 4^39 rows could never be allocated: only a check before building can answer this fast
     with pytest.raises(ValueError, match=r'too large: one class block of A is \d+ x 160 .* MB'):
         theory.toy_spectrum('ar', 2, 40, 4)
-    with pytest.raises(SystemExit) as exit_info:
-        theory.main(['toy', '--objective', 'mlm', '--s', '12', '--T', '4', '--visible', '6', '--max_entries', '1000',
-                     '--json'])
+    with pytest.raises(ValueError) as exit_info:
+        theory.main(['toy', '--objective=mlm', '--s=12', '--T=4', '--visible=6', '--max_entries=1000', '--json=True'])
     assert 'max_entries' in str(exit_info.value) and '\n' not in str(exit_info.value)
 
 # -----------------------------------------------------------------------------
 # command line and files
 
 def test_cli_json_and_table(capsys, tmp_path):
-    theory.main(['toy', '--objective', 'mlm', '--r', '2', '--s', '5', '--T', '2', '--visible', '2', '--json'])
+    theory.main(['toy', '--objective=mlm', '--r=2', '--s=5', '--T=2', '--visible=2', '--json=True'])
     report = json.loads(capsys.readouterr().out)
     sigma = np.array(report['singular_values'])
     assert np.all(np.diff(sigma) <= 1e-15) and len(sigma) == 20
     assert abs(report['sum_sigma4_beyond_r'] - 8 * mlm_sigma(5, 2) ** 4) < 1e-12
-    theory.main(['toy', '--r', '1', '--s', '4', '--T', '2', '--out_dir', str(tmp_path)])
+    theory.main(['toy', '--r=1', '--s=4', '--T=2', f'--out_dir={tmp_path}'])
     png = tmp_path / 'toy_spectra_r1_s4_T2.png'
     assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     with open(png.with_suffix('.csv')) as f:
         rows = [row for row in csv.DictReader(f) if row['series'] == 'mlm s_m=2']
     assert [float(row['sigma_j']) for row in rows] == pytest.approx([1, 1 / math.sqrt(3), 1 / math.sqrt(3),
                                                                     1 / math.sqrt(3), 0, 0, 0, 0], abs=1e-12)
-    theory.main(['tails', '--r', '2', '--s', '4', '--T', '2', '--out_dir', str(tmp_path)])
+    theory.main(['tails', '--r=2', '--s=4', '--T=2', f'--out_dir={tmp_path}'])
     with open(tmp_path / 'toy_tails_r2_s4_T2.csv') as f:
         tails = {row['objective']: float(row['sum_sigma4_beyond_r']) for row in csv.DictReader(f)}
     assert tails['ar'] == pytest.approx(2 * 3) and tails['dar t=1'] == pytest.approx(tails['ar'])
@@ -167,8 +166,8 @@ def test_misalignment_fixed_and_vm_range():
     assert min(ends) < vm['eq4_length_part'] < max(ends)
     with pytest.raises(ValueError, match='mask ratios'):
         theory.misalignment(s, (0.3, 0.2))
-    with pytest.raises(SystemExit, match='a:b'):
-        theory.main(['misalign', '--vm', '0.3'])
+    with pytest.raises(ValueError, match=r'range \(a,b\)'):
+        theory.main(['misalign', '--vm=0.3'])
 
 # -----------------------------------------------------------------------------
 # surrogates: effective rank and connectivity on planted structure
@@ -228,8 +227,8 @@ def test_checkpoint_commands(tmp_path, capsys):
     data_dir.mkdir()
     np.random.default_rng(0).integers(0, 50257, 3000).astype(np.uint16).tofile(data_dir / 'val.bin')
     out = tmp_path / 'out'
-    theory.main(['connectivity', '--ckpt', str(ckpt), str(ckpts['ar']), '--data_dir', str(data_dir),
-                 '--num_samples', '40', '--top', '100', '--batch_size', '16', '--out_dir', str(out)])
+    theory.main(['connectivity', f'--ckpt={ckpt}', f"--ckpt={ckpts['ar']}", f'--dataset={data_dir}',
+                 '--num_samples=40', '--top=100', '--batch_size=16', f'--out_dir={out}'])
     lines = capsys.readouterr().out.splitlines()
     assert 'bidirectional attention, mean pooling' in lines[0] and 'causal attention, last pooling' in lines[1]
     windows = theory.text_windows(data_dir, 9, 40)
@@ -243,12 +242,12 @@ def test_checkpoint_commands(tmp_path, capsys):
                          (model.features(content, content_groups=causal)[:, -1].numpy(), rows[100:])):
         expected = np.sort((pooled @ pooled.T)[np.triu_indices(40, k=1)])[::-1][:100]
         assert np.allclose([float(row['inner product']) for row in part], expected, rtol=1e-4)
-    theory.main(['connectivity', '--ckpt', str(ckpts['ar']), '--data_dir', str(data_dir), '--num_samples', '20',
-                 '--top', '10', '--pooling', 'mean', '--out_dir', str(out)])
+    theory.main(['connectivity', f"--ckpt={ckpts['ar']}", f'--dataset={data_dir}', '--num_samples=20', '--top=10',
+                 '--pooling=mean', f'--out_dir={out}'])
     assert 'causal attention, mean pooling' in capsys.readouterr().out
-    theory.main(['effrank', '--ckpt', str(ckpt), '--data_dir', str(data_dir), '--num_samples', '24', '--batch_size',
-                 '10', '--out_dir', str(out)])
-    ranks = theory.layer_ranks(model, windows[:24], 'mlm', tau=0.8, batch_size=10, seed=3)
+    theory.main(['effrank', f'--ckpt={ckpt}', f'--dataset={data_dir}', '--num_samples=24', '--batch_size=10',
+                 f'--out_dir={out}'])
+    ranks = theory.layer_ranks(model, windows[:24], 'bidirectional', tau=0.8, batch_size=10, seed=3)
     content = content[:24]
     draws = np.random.default_rng(3)
     masked = np.concatenate([draws.random((n, 9)) < 0.15 for n in (10, 10, 4)])
@@ -263,10 +262,10 @@ def test_checkpoint_commands(tmp_path, capsys):
         assert all(1 <= ranks[name][layer] <= 16 for name in ranks)
     out_text = capsys.readouterr().out
     assert 'with_mask_real' in out_text and 'bidirectional attention' in out_text
-    with pytest.raises(SystemExit, match='val.bin not found'):
-        theory.main(['effrank', '--ckpt', str(ckpt), '--data_dir', str(tmp_path / 'none')])
-    with pytest.raises(SystemExit, match='does not exist'):
-        theory.main(['connectivity', '--ckpt', str(tmp_path / 'missing.pt'), '--data_dir', str(data_dir)])
+    with pytest.raises(ValueError, match='val.bin not found'):
+        theory.main(['effrank', f'--ckpt={ckpt}', f"--dataset={tmp_path / 'none'}"])
+    with pytest.raises(ValueError, match='does not exist'):
+        theory.main(['connectivity', f"--ckpt={tmp_path / 'missing.pt'}", f'--dataset={data_dir}'])
 
 # -----------------------------------------------------------------------------
 # every checkpoint is read with its own pretraining attention (causal ar, bidirectional mlm), as eval_glue.py
@@ -284,9 +283,9 @@ def test_features_follow_pretraining_attention(tmp_path):
     from conftest import make_checkpoint
     from model import load_checkpoint
     windows, changed = windows_differing_last()
-    for objective in ('ar', 'mlm'):
+    for objective, attention in (('ar', 'causal'), ('mlm', 'bidirectional')):
         model, _ = load_checkpoint(make_checkpoint(tmp_path / f'{objective}.pt', objective=objective)[0])
-        before, after = (theory.encode_windows(model, torch.as_tensor(w), objective) for w in (windows, changed))
+        before, after = (theory.encode_windows(model, torch.as_tensor(w), attention) for w in (windows, changed))
         early_moved = (after[:, :-1] - before[:, :-1]).abs().max().item()
         if objective == 'ar':  # a GPT's feature at position k has seen tokens 0..k only
             assert early_moved == 0
@@ -297,16 +296,16 @@ def test_features_follow_pretraining_attention(tmp_path):
     model, _ = load_checkpoint(make_checkpoint(tmp_path / 'ar.pt', objective='ar')[0])
     content = torch.as_tensor(windows)
     causal_last = model.features(content, content_groups=torch.arange(33).expand(6, 33))[:, -1].numpy()
-    assert np.allclose(theory.pooled_features(model, windows, 'ar', batch_size=4), causal_last, atol=1e-6)
-    assert np.allclose(theory.pooled_features(model, windows, 'ar', 'last'), causal_last, atol=1e-6)
+    assert np.allclose(theory.pooled_features(model, windows, 'causal', batch_size=4), causal_last, atol=1e-6)
+    assert np.allclose(theory.pooled_features(model, windows, 'causal', 'last'), causal_last, atol=1e-6)
     bidirectional_last = model.features(content)[:, -1].numpy()
-    assert not np.allclose(theory.pooled_features(model, windows, 'ar'), bidirectional_last, atol=1e-4)
-    mean_after_bos = theory.encode_windows(model, content, 'ar')[:, 1:].mean(1).numpy()
-    assert np.allclose(theory.pooled_features(model, windows, 'ar', 'mean'), mean_after_bos, atol=1e-6)
+    assert not np.allclose(theory.pooled_features(model, windows, 'causal'), bidirectional_last, atol=1e-4)
+    mean_after_bos = theory.encode_windows(model, content, 'causal')[:, 1:].mean(1).numpy()
+    assert np.allclose(theory.pooled_features(model, windows, 'causal', 'mean'), mean_after_bos, atol=1e-6)
     with pytest.raises(ValueError, match='pooling'):
-        theory.pooled_features(model, windows, 'ar', 'first')
-    with pytest.raises(ValueError, match='objective'):
-        theory.pooled_features(model, windows, None)
+        theory.pooled_features(model, windows, 'causal', 'first')
+    with pytest.raises(ValueError, match='attention'):
+        theory.pooled_features(model, windows, 'sideways')
 
 def test_effective_rank_features_of_ar_do_not_see_later_tokens(tmp_path):
     torch = pytest.importorskip('torch')
@@ -317,14 +316,14 @@ def test_effective_rank_features_of_ar_do_not_see_later_tokens(tmp_path):
     masked = torch.zeros(windows.shape, dtype=torch.bool)
     masked[:, 3::4] = True
     for content_masked in (None, masked):
-        before, after = (theory.encode_windows(model, torch.as_tensor(w), 'ar', content_masked, all_layers=True)
+        before, after = (theory.encode_windows(model, torch.as_tensor(w), 'causal', content_masked, all_layers=True)
                          for w in (windows, changed))
         assert len(before) == 2 and all(torch.equal(b[:, :-1], a[:, :-1]) for b, a in zip(before, after))
     # and layer_ranks reads every layer through that encoding: record what the model hands it
     seen = []
     features = model.features
     model.features = lambda *args, **kwargs: seen.append(features(*args, **kwargs)) or seen[-1]
-    ranks = [theory.layer_ranks(model, w, 'ar', batch_size=4, seed=0) for w in (windows, changed)]
+    ranks = [theory.layer_ranks(model, w, 'causal', batch_size=4, seed=0) for w in (windows, changed)]
     assert all(1 <= rank <= 32 for r in ranks for name in r for rank in r[name])
     half = len(seen) // 2  # clean and masked passes of every batch, for windows then for changed
     assert half == 4 and all(torch.equal(b[:, :-1], a[:, :-1])

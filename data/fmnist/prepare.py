@@ -19,6 +19,7 @@ sys.path.insert(0, REPO_ROOT)
 
 import numpy as np
 
+from configurator import UsageError
 from data.images import read_idx_pair, save_image_split
 
 DEBIAN_PACKAGE = 'dataset-fashion-mnist'
@@ -46,10 +47,10 @@ def prepare(idx_dir, out_dir):
         paths = [os.path.join(idx_dir, name) for name in (images_name, labels_name)]
         for path in paths:
             if not os.path.exists(path):
-                raise ValueError(f"{path} not found: the folder must hold the four Fashion-MNIST .gz IDX files")
+                raise UsageError(f"{path} not found: the folder must hold the four Fashion-MNIST .gz IDX files")
         images, labels = read_idx_pair(*paths)
         if labels.min() < 0 or labels.max() >= len(CLASS_NAMES):
-            raise ValueError(f"{paths[1]}: labels must lie in 0..{len(CLASS_NAMES) - 1}")
+            raise UsageError(f"{paths[1]}: labels must lie in 0..{len(CLASS_NAMES) - 1}")
         path = os.path.join(out_dir, f'{split}.npz')
         save_image_split(path, images, labels, CLASS_NAMES)
         print(f"{path}: images {images.shape} uint8, per class {np.bincount(labels).tolist()}")

@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 import numpy as np
 
+from configurator import atomic_write
 from data.glue_tasks import TASKS, clean, read_task, write_tsv
 
 GLUE_URL = "https://dl.fbaipublicfiles.com/glue/data/"
@@ -64,11 +65,6 @@ def fetch(url, cache_dir, allow_download=True):
     return path
 
 
-def write_bytes(path, data):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".tmp", "wb") as f:
-        f.write(data)
-    os.replace(path + ".tmp", path)
 
 # -----------------------------------------------------------------------------
 # the three ways a task gets into the layout
@@ -92,7 +88,7 @@ def extract_zip(zip_path, task, out_dir):
                              f"delete it and rerun")
         for base, name in top_level.items():
             if base[:-len(".tsv")] in needed or base.startswith("test"):
-                write_bytes(os.path.join(out_dir, spec.folder, base), archive.read(name))
+                atomic_write(os.path.join(out_dir, spec.folder, base), archive.read(name))
 
 
 def build_mrpc(train_txt, test_txt, dev_ids_tsv, out_dir):

@@ -9,7 +9,6 @@ A sequence is (B, 1 + N, C*p*p): a zero slot at row 0 (the model puts its CLS ve
 raster order, exactly what train.py feeds the model.
 """
 import math
-import os
 
 import numpy as np
 import torch
@@ -17,8 +16,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image
 
-from model import patchify, unpatchify
-from objectives import PAD_GROUP, gvp_sizes, groups_from_sizes, prefix_style
+from configurator import UsageError, atomic_write
+from model import lr_at, patchify, unpatchify
+from objectives import PAD_GROUP, model_batch
 
 RECON_STYLES = ('causal', 'bert', 'masked_two_stream', 'groups')
 HOLE_COLOR = (0.25, 0.45, 0.85)  # masked patches in the grid's middle column
@@ -32,50 +32,30 @@ def to_sequence(pixels, patch_size):
     return torch.cat([patches.new_zeros(patches.shape[0], 1, patches.shape[-1]), patches], dim=1)
 
 
-def probe_groups(train_config, n_patches, keep_mask):
-    """(1 + N,) content group ids to encode frozen features with. keep_mask=False (or a masked objective, whose
-    content stream is bidirectional anyway): all 0. keep_mask=True: the pretraining objective's mask in a fixed
-    raster order (GVP keeps the causal mask at linear probing, "to maintain the same feature distribution"):
-    ar -> every patch its own group (causal); dar t -> groups of t; gvp -> its 'fixed' segmentation."""
-    objective = train_config.get('objective')
-    if not keep_mask or objective in ('mlm', 'vm'):
-        return torch.zeros(n_patches + 1, dtype=torch.long)
-    if objective == 'ar':
-        sizes = torch.tensor([[0] + [1] * n_patches])
-    elif objective == 'dar':
-        sizes = torch.tensor([[0] + [int(train_config.get('t', 2))] * n_patches])
-    elif objective == 'gvp':
-        sizes = gvp_sizes(1, n_patches, int(train_config.get('n_groups', 20)), 'fixed', None)
-    else:
-        raise ValueError(f"unknown pretraining objective {objective!r} in the checkpoint's config")
-    order = torch.arange(1, n_patches + 1)[None]
-    return torch.cat([torch.zeros(1, dtype=torch.long), groups_from_sizes(order, sizes)[0]])
-
-
-def pool_rows(hidden, pool):
+def pool_rows(hidden, pooling):
     """(B, S, d) -> (B, d): mean over the patch rows (MAE's global pool), or the CLS row."""
-    if pool == 'mean':
+    if pooling == 'mean':
         return hidden[:, 1:].mean(dim=1)
-    if pool == 'cls':
+    if pooling == 'cls':
         return hidden[:, 0]
-    raise ValueError(f"pool must be 'mean' or 'cls', got {pool!r}")
+    raise UsageError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
 
 
-def check_pool(pool, groups):
-    if pool not in ('mean', 'cls'):
-        raise ValueError(f"pool must be 'mean' or 'cls', got {pool!r}")
-    if pool == 'cls' and bool((groups[1:] > 0).all()):
-        raise ValueError("pool='cls' with the pretraining mask kept: the CLS row sees only itself under this mask, "
-                         "so its feature is the same for every image; use pool='mean' or keep_mask=False")
+def check_pool(pooling, groups):
+    if pooling not in ('mean', 'cls'):
+        raise UsageError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
+    if pooling == 'cls' and bool((groups[1:] > 0).all()):
+        raise UsageError("pooling='cls' with the pretraining mask kept: the CLS row sees only itself under this mask, "
+                         "so its feature is the same for every image; use pooling='mean' or keep_mask=False")
 
 
 @torch.no_grad()
-def encode(model, seqs, groups, pool):
+def encode(model, seqs, groups, pooling):
     """Frozen pooled features of (B, S, D) sequences, every row encoded with the (S,) content groups."""
     B, S = seqs.shape[:2]
     positions = torch.arange(S, device=seqs.device).expand(B, S)
     hidden = model.features(seqs, positions, groups.to(seqs.device).expand(B, S))
-    return pool_rows(hidden, pool).float()
+    return pool_rows(hidden, pooling).float()
 
 # -----------------------------------------------------------------------------
 # linear probe (MAE protocol; SGD with momentum stands in for LARS)
@@ -94,19 +74,11 @@ class LinearProbe(nn.Module):
         return self.head(self.norm(features))
 
 
-def cosine_lr(step, total_steps, warmup_steps, peak):
-    """Linear warmup to peak, then a half cosine to 0 (MAE's fine-tuning and probing schedule)."""
-    if step < warmup_steps:
-        return peak * (step + 1) / warmup_steps
-    progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
-    return 0.5 * peak * (1 + math.cos(math.pi * min(1.0, progress)))
-
-
 def train_linear_probe(features, labels, num_classes, epochs, batch_size, learning_rate, warmup_epochs=0,
                        weight_decay=0.0, seed=0):
     """A LinearProbe fitted on cached frozen features (n, d) with cross-entropy; returned in eval mode."""
     if len(features) < 2:
-        raise ValueError(f"a linear probe needs at least 2 training images, got {len(features)}")
+        raise UsageError(f"a linear probe needs at least 2 training images, got {len(features)}")
     torch.manual_seed(seed)
     probe = LinearProbe(features.shape[1], num_classes)
     optimizer = torch.optim.SGD(probe.parameters(), lr=learning_rate, momentum=0.9, weight_decay=weight_decay)
@@ -121,7 +93,7 @@ def train_linear_probe(features, labels, num_classes, epochs, batch_size, learni
         if len(index) < 2:  # BatchNorm needs two samples to estimate a variance
             continue
         for group in optimizer.param_groups:
-            group['lr'] = cosine_lr(step, total, warmup, learning_rate)
+            group['lr'] = lr_at(step, learning_rate, warmup, total)
         loss = F.cross_entropy(probe(features[index]), labels[index])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -141,10 +113,10 @@ class Classifier(nn.Module):
     pooling, a fresh LayerNorm (MAE's fc_norm: a mean of normalised rows is no longer normalised) and a linear
     head. The inputs only pretraining reads are frozen, so DDP sees no unused trainable parameter."""
 
-    def __init__(self, model, num_classes, pool='mean'):
+    def __init__(self, model, num_classes, pooling='mean'):
         super().__init__()
-        check_pool(pool, torch.zeros(1, dtype=torch.long))
-        self.model, self.pool = model, pool
+        check_pool(pooling, torch.zeros(1, dtype=torch.long))
+        self.model, self.pooling = model, pooling
         self.norm = nn.LayerNorm(model.config.n_embd)
         self.head = nn.Linear(model.config.n_embd, num_classes)
         nn.init.normal_(self.head.weight, std=0.01)
@@ -156,7 +128,7 @@ class Classifier(nn.Module):
         B, S = seqs.shape[:2]
         positions = torch.arange(S, device=seqs.device).expand(B, S)
         hidden = self.model.trunk(seqs, positions, torch.zeros_like(positions))
-        return self.head(self.norm(pool_rows(hidden, self.pool)))
+        return self.head(self.norm(pool_rows(hidden, self.pooling)))
 
 
 def soft_targets(labels, num_classes, smoothing):
@@ -201,25 +173,15 @@ def layer_decay_groups(classifier, weight_decay, layer_decay):
 # -----------------------------------------------------------------------------
 # reconstruction (Table 8): mask a fraction of the patches, fill them one at a time
 
-def recon_style(train_config):
-    """How a checkpoint predicts one patch from a set of others: 'causal' (one-stream GPT: only earlier
-    patches), 'bert' (one-stream, [MASK] inputs), 'masked_two_stream' (query row; conditioning set one
-    bidirectional group) or 'groups' (query row; visible = G_0, the k-th filled patch = G_k)."""
-    objective = train_config.get('objective')
-    if objective == 'ar' and train_config.get('random_order'):  # trained as two-stream dar with t = 1
-        return 'groups'
-    return prefix_style(objective, train_config.get('two_stream'))
-
-
 def fill_order(image_ids, n_patches, ratio, seed, order='random'):
     """(B, M) positions (1..N) to mask, in the order they are filled: M = round(ratio N) of them drawn at random
     per image from a generator seeded by (seed, image id), so every process masks an image the same way."""
     n_masked = round(ratio * n_patches)
     if not 1 <= n_masked < n_patches:
-        raise ValueError(f"mask ratio {ratio} of {n_patches} patches masks {n_masked}: pick a ratio that masks "
+        raise UsageError(f"mask ratio {ratio} of {n_patches} patches masks {n_masked}: pick a ratio that masks "
                          "at least one patch and leaves one visible")
     if order not in ('random', 'raster'):
-        raise ValueError(f"fill order must be 'random' or 'raster', got {order!r}")
+        raise UsageError(f"fill order must be 'random' or 'raster', got {order!r}")
     rows = []
     for image_id in image_ids:
         generator = torch.Generator().manual_seed(seed * 1_000_003 + int(image_id))
@@ -241,21 +203,21 @@ def fill_step_batch(current, order, step, style):
     done = (fill_rank >= 0) & ~pending
     content = current.masked_fill(pending[..., None], 0.0)
     target = order[:, step:step + 1]
-    batch = dict(content=content, content_pos=positions, content_masked=None, query_pos=None, query_groups=None,
-                 pred_index=None, targets=None, valid=torch.ones(B, 1, dtype=torch.bool, device=device), causal=False)
+    one_row = torch.ones(B, 1, dtype=torch.bool, device=device)
     if style == 'causal':  # the output at position p - 1 predicts p from positions 0..p-1
-        return {**batch, 'content_groups': positions, 'pred_index': target - 1, 'causal': True}
+        return model_batch(content, positions, positions, valid=one_row, pred_index=target - 1, causal=True)
     if style == 'bert':    # pending patches are [MASK] inputs, as the masked set was in pretraining
-        return {**batch, 'content_groups': torch.zeros_like(positions), 'content_masked': pending,
-                'pred_index': target}
+        return model_batch(content, positions, torch.zeros_like(positions), valid=one_row, content_masked=pending,
+                           pred_index=target)
     if style == 'masked_two_stream':
         groups = torch.zeros_like(positions).masked_fill(pending, PAD_GROUP)
-        return {**batch, 'content_groups': groups, 'query_pos': target, 'query_groups': torch.ones_like(target)}
+        return model_batch(content, positions, groups, valid=one_row, query_pos=target,
+                           query_groups=torch.ones_like(target))
     if style == 'groups':
         groups = torch.where(done, fill_rank + 1, 0).masked_fill(pending, PAD_GROUP)
-        return {**batch, 'content_groups': groups, 'query_pos': target,
-                'query_groups': torch.full_like(target, step + 1)}
-    raise ValueError(f"unknown reconstruction style {style!r}: one of {', '.join(RECON_STYLES)}")
+        return model_batch(content, positions, groups, valid=one_row, query_pos=target,
+                           query_groups=torch.full_like(target, step + 1))
+    raise UsageError(f"unknown reconstruction style {style!r}: one of {', '.join(RECON_STYLES)}")
 
 
 def visible_patch_stats(seqs, masked):
@@ -324,6 +286,4 @@ def save_grid(path, seqs, filled, order, patch_size, channels, scale=4):
             canvas[:, top:top + H, left:left + W] = column[i].clamp(0, 1)
     array = (canvas.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8)
     image = Image.fromarray(array).resize((canvas.shape[2] * scale, canvas.shape[1] * scale), Image.NEAREST)
-    tmp_path = path + '.tmp.png'
-    image.save(tmp_path)
-    os.replace(tmp_path, path)
+    atomic_write(path, lambda f: image.save(f, format='PNG'))

@@ -23,6 +23,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from configurator import UsageError
 from data.images import fetch_wheel, read_wheel_member
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -135,12 +136,12 @@ def load_weights(net, weights_path=None):
         where = f"{wheel}:{WEIGHTS_MEMBER.format(net=net)}"
     else:
         if not os.path.exists(weights_path):
-            raise ValueError(f"LPIPS weights {weights_path} not found; pass weights_path=None to fetch them")
+            raise UsageError(f"LPIPS weights {weights_path} not found; pass weights_path=None to fetch them")
         source, where = weights_path, weights_path
     try:  # the .pth files are in torch's legacy format and hold CUDA tensors: map them to the CPU
         return torch.load(source, map_location='cpu', weights_only=True), where
     except Exception as err:
-        raise ValueError(f"cannot read LPIPS weights from {where} ({type(err).__name__}: {err})") from None
+        raise UsageError(f"cannot read LPIPS weights from {where} ({type(err).__name__}: {err})") from None
 
 # -----------------------------------------------------------------------------
 # the metric
@@ -152,7 +153,7 @@ class LPIPS(nn.Module):
     def __init__(self, net='alex', weights_path=None):
         super().__init__()
         if net not in BACKBONES:
-            raise ValueError(f"LPIPS net must be one of {sorted(BACKBONES)}, got {net!r}")
+            raise UsageError(f"LPIPS net must be one of {sorted(BACKBONES)}, got {net!r}")
         self.net_name = net
         layers, slice_ends, widths = BACKBONES[net]()
         self.scaling_layer = InputScaling()
@@ -163,7 +164,7 @@ class LPIPS(nn.Module):
         expected = set(self.state_dict())
         if not isinstance(state, dict) or set(state) != expected:
             found = set(state) if isinstance(state, dict) else set()
-            raise ValueError(f"{where} is not an ST-LPIPS {net} state dict (missing {sorted(expected - found)[:3]}, "
+            raise UsageError(f"{where} is not an ST-LPIPS {net} state dict (missing {sorted(expected - found)[:3]}, "
                              f"unexpected {sorted(found - expected)[:3]})")
         self.load_state_dict(state, strict=True)
         self.requires_grad_(False)
@@ -171,16 +172,16 @@ class LPIPS(nn.Module):
 
     def prepare(self, images):
         if images.ndim != 4 or images.shape[1] not in (1, 3):
-            raise ValueError(f"LPIPS wants (B, 1 or 3, H, W) images in [0, 1], got shape {tuple(images.shape)}")
+            raise UsageError(f"LPIPS wants (B, 1 or 3, H, W) images in [0, 1], got shape {tuple(images.shape)}")
         if min(images.shape[-2:]) < MIN_SIDE[self.net_name]:
-            raise ValueError(f"LPIPS-{self.net_name} needs images of at least {MIN_SIDE[self.net_name]} px a side, "
+            raise UsageError(f"LPIPS-{self.net_name} needs images of at least {MIN_SIDE[self.net_name]} px a side, "
                              f"got {tuple(images.shape[-2:])}: upsample them first")
         images = images.expand(-1, 3, -1, -1)  # grey -> RGB (no copy)
         return self.scaling_layer(2 * images - 1)
 
     def forward(self, x, y):
         if x.shape != y.shape:
-            raise ValueError(f"LPIPS compares same-shape batches, got {tuple(x.shape)} and {tuple(y.shape)}")
+            raise UsageError(f"LPIPS compares same-shape batches, got {tuple(x.shape)} and {tuple(y.shape)}")
         features = self.net(self.prepare(torch.cat([x, y])))  # one pass for both halves
         distance = 0
         for k, f in enumerate(features):

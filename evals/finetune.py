@@ -11,13 +11,12 @@ The attention pattern follows the checkpoint's pretraining (SPEC §2):
                  training signal of its own: it is never masked and never predicted) or BOS itself
 Padding goes on the right with group PAD_GROUP, so no real row ever sees it.
 """
-import math
-import os
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from configurator import UsageError
 from model import PAD_GROUP
 
 SEPARATOR = 50256  # GPT-2 <|endoftext|>, the same id as BOS
@@ -41,11 +40,11 @@ def join_pair(ids_a, ids_b, max_len, bos=SEPARATOR):
     (both texts keep a share, which a pair task needs); a single text is cut at the end."""
     if ids_b is None:
         if max_len < 2:
-            raise ValueError(f"max_len={max_len} leaves no room for text after BOS")
+            raise UsageError(f"max_len={max_len} leaves no room for text after BOS")
         return [bos] + list(ids_a[:max_len - 1])
     budget = max_len - 2
     if budget < 2:
-        raise ValueError(f"max_len={max_len} is too short for a pair (BOS + a + SEP + b)")
+        raise UsageError(f"max_len={max_len} is too short for a pair (BOS + a + SEP + b)")
     len_a, len_b = len(ids_a), len(ids_b)
     if len_a + len_b > budget:
         half = budget // 2
@@ -58,28 +57,18 @@ def join_pair(ids_a, ids_b, max_len, bos=SEPARATOR):
     return [bos] + list(ids_a[:len_a]) + [SEPARATOR] + list(ids_b[:len_b])
 
 # -----------------------------------------------------------------------------
-# attention pattern and pooling from the pretraining objective
-
-
-def attention_style(objective):
-    """How the content stream attended in pretraining, one-stream or two-stream alike: masked objectives saw the
-    visible tokens bidirectionally (group 0); ar, dar and gvp saw strictly earlier groups (left to right here)."""
-    if objective in ('mlm', 'vm'):
-        return 'bidirectional'
-    if objective in ('ar', 'dar', 'gvp'):
-        return 'causal'
-    raise ValueError(f"unknown pretraining objective {objective!r} in the checkpoint: was it written by train.py?")
+# pooling, given the pretraining attention (objectives.Objective.attention)
 
 
 def resolve_pooling(pooling, style):
     if style not in STYLES:
-        raise ValueError(f"attention must be 'auto', 'causal' or 'bidirectional', got {style!r}")
+        raise UsageError(f"attention must be 'auto', 'causal' or 'bidirectional', got {style!r}")
     if pooling == 'auto':
         return 'last' if style == 'causal' else 'mean'
     if pooling not in POOLINGS:
-        raise ValueError(f"pooling must be 'auto', 'last', 'first' or 'mean', got {pooling!r}")
+        raise UsageError(f"pooling must be 'auto', 'last', 'first' or 'mean', got {pooling!r}")
     if pooling == 'first' and style == 'causal':
-        raise ValueError("pooling='first' under causal attention reads BOS, which sees nothing else: "
+        raise UsageError("pooling='first' under causal attention reads BOS, which sees nothing else: "
                          "use --pooling=last or --pooling=mean (or --attention=bidirectional)")
     return pooling
 
@@ -90,7 +79,7 @@ def pad_batch(sequences, style, pad_to=None):
     lengths = torch.tensor([len(s) for s in sequences], dtype=torch.long)
     S = int(lengths.max()) if pad_to is None else pad_to
     if int(lengths.max()) > S:
-        raise ValueError(f"a sequence of {int(lengths.max())} ids does not fit pad_to={S}")
+        raise UsageError(f"a sequence of {int(lengths.max())} ids does not fit pad_to={S}")
     content = torch.zeros(len(sequences), S, dtype=torch.long)
     for row, ids in enumerate(sequences):
         content[row, :len(ids)] = torch.as_tensor(ids, dtype=torch.long)
@@ -110,7 +99,7 @@ def pool(hidden, lengths, pooling):
     if pooling == 'mean':
         real = (torch.arange(hidden.shape[1], device=hidden.device)[None, :] < lengths[:, None]).to(hidden.dtype)
         return (hidden * real[..., None]).sum(dim=1) / lengths[:, None].to(hidden.dtype)
-    raise ValueError(f"pooling must be 'last', 'first' or 'mean', got {pooling!r}")
+    raise UsageError(f"pooling must be 'last', 'first' or 'mean', got {pooling!r}")
 
 
 def length_batches(lengths, batch_size):
@@ -150,14 +139,6 @@ def task_loss(outputs, labels, regression):
 def to_predictions(outputs, regression):
     return outputs.squeeze(-1) if regression else outputs.argmax(dim=-1)
 
-
-def lr_at(step, total_steps, warmup_frac, peak):
-    """Linear warmup over the first warmup_frac of the steps, then cosine to zero (Cramming's "sane" recipe)."""
-    warmup = int(round(warmup_frac * total_steps))
-    if step < warmup:
-        return peak * (step + 1) / (warmup + 1)
-    progress = (step - warmup) / max(1, total_steps - warmup)
-    return peak * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 # -----------------------------------------------------------------------------
 # linear probes (Sec. 3.3: frozen features, linear head)
@@ -203,12 +184,3 @@ def fit_least_squares(features, targets, l2):
     return weight.to(features.dtype), bias.to(features.dtype)
 
 # -----------------------------------------------------------------------------
-
-
-def write_text_atomic(path, text):
-    """temp + rename: a reader never sees half a results file."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    temporary = f"{path}.tmp.{os.getpid()}"
-    with open(temporary, 'w', encoding='utf-8', newline='') as f:
-        f.write(text)
-    os.replace(temporary, path)

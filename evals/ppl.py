@@ -17,24 +17,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from configurator import UsageError
 from data.text import with_bos
-from objectives import OBJECTIVES, prefix_batch, prefix_style, to_device
+from objectives import prefix_batch, to_device
 
 ROW_STYLES = ('bert', 'masked_two_stream')  # one row per prefix length: these need chunking and trimming
 BERT_FUTURES = ('invisible', 'mask')  # objectives.prefix_batch: what a one-stream BERT row holds after its target
 DEFAULT_BUCKETS = (0, 1, 2, 4, 8, 16, 32, 64, 128)
-
-# -----------------------------------------------------------------------------
-# which prefix style a checkpoint needs
-
-def eval_style(train_config):
-    """Prefix style of a checkpoint, from its training config (train.py's globals)."""
-    objective, two_stream = train_config['objective'], train_config.get('two_stream')
-    if objective not in OBJECTIVES:
-        raise ValueError(f"unknown objective {objective!r} in the checkpoint's config: expected one of {OBJECTIVES}")
-    if objective == 'ar' and train_config.get('random_order'):
-        two_stream = True  # make_batch trains random-order ar as two-stream dar with t = 1 (XLNet)
-    return prefix_style(objective, two_stream)
 
 # -----------------------------------------------------------------------------
 # evaluation windows
@@ -44,11 +33,11 @@ def window_starts(n_tokens, block_size, max_tokens=0):
     (BOS + block_size-1 tokens each), all of them, or an evenly spaced subset of about max_tokens scored targets,
     so that a bounded run still samples the whole split and not only its first document."""
     if max_tokens < 0:
-        raise ValueError(f"max_tokens={max_tokens}: give a positive bound, or 0 for the whole split")
+        raise UsageError(f"max_tokens={max_tokens}: give a positive bound, or 0 for the whole split")
     span = block_size - 1
     n_windows = n_tokens // span
     if n_windows == 0:
-        raise ValueError(f"the split has {n_tokens} tokens, fewer than one window of {span}: "
+        raise UsageError(f"the split has {n_tokens} tokens, fewer than one window of {span}: "
                          "use a smaller --block_size or a larger split")
     n = n_windows if not max_tokens else min(n_windows, max(1, max_tokens // span))
     return (np.arange(n) * n_windows // n) * span
@@ -112,7 +101,7 @@ def check_buckets(edges):
     edges = tuple(edges)
     if not edges or not all(isinstance(e, int) for e in edges) or edges[0] != 0 or \
             any(b <= a for a, b in zip(edges, edges[1:])):
-        raise ValueError(f"buckets must be increasing integer prefix lengths starting at 0, got {edges!r}: "
+        raise UsageError(f"buckets must be increasing integer prefix lengths starting at 0, got {edges!r}: "
                          "e.g. --buckets=(0,1,2,4,8,16,32,64,128)")
     return edges
 

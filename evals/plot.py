@@ -2,10 +2,13 @@
 Line plots as PNG with pillow only (matplotlib is not a dependency), each written next to a CSV of its numbers.
 """
 import csv
+import io
 import math
 import os
 
 from PIL import Image, ImageDraw
+
+from configurator import atomic_write
 
 COLORS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75),
           (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207)]
@@ -27,12 +30,12 @@ def _label(value):
 
 def line_plot(path, series, title='', xlabel='', ylabel='', logx=False, logy=False, size=(720, 480)):
     """series: {name: (xs, ys)}. Writes `path` (PNG) and the same numbers as `path` with .csv."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(os.path.splitext(path)[0] + '.csv', 'w', newline='') as f:
-        writer = csv.writer(f)
-        writer.writerow(['series', xlabel or 'x', ylabel or 'y'])
-        for name, (xs, ys) in series.items():
-            writer.writerows([name, x, y] for x, y in zip(xs, ys))
+    table = io.StringIO()
+    writer = csv.writer(table)
+    writer.writerow(['series', xlabel or 'x', ylabel or 'y'])
+    for name, (xs, ys) in series.items():
+        writer.writerows([name, x, y] for x, y in zip(xs, ys))
+    atomic_write(os.path.splitext(path)[0] + '.csv', table.getvalue())
     fx = (lambda v: math.log10(v)) if logx else (lambda v: v)
     fy = (lambda v: math.log10(v)) if logy else (lambda v: v)
     points = {name: [(fx(x), fy(y)) for x, y in zip(xs, ys)
@@ -77,6 +80,4 @@ def line_plot(path, series, title='', xlabel='', ylabel='', logx=False, logy=Fal
         ly = top + 8 + 14 * i
         draw.line([W - right - 170, ly + 6, W - right - 150, ly + 6], fill=color, width=3)
         draw.text((W - right - 145, ly), str(name)[:26], fill='black')
-    tmp_path = path + '.tmp.png'
-    image.save(tmp_path)
-    os.replace(tmp_path, path)
+    atomic_write(path, lambda f: image.save(f, format='PNG'))
