@@ -7,7 +7,7 @@ $ python bench.py --steps=10
 One GPU, GPT-2 124M (S = 128 / 512 / 1024 timed, 4096 for memory; flex compiled, bf16):
 $ python bench.py config/gpt2_124m_bench.py
 
-Variants (objectives.make_batch builds each batch; the model turns its group ids into masks):
+Variants (objectives.Objective.batch builds each batch; the model turns its group ids into masks):
   ar    one-stream causal GPT (SDPA's own causal kernel on the sdpa backend)
   dar   t = 2, two-stream: content rows + one query row per target, K/V from the content stream only
   vm2s  vm rho ~ U[0.15, 0.30], two-stream: content rows = visible tokens only, query rows = masked targets only
@@ -33,7 +33,7 @@ from configurator import (UsageError, atomic_write, check_ranges, configure, one
                           setup_processes)
 from data.text import BOS
 from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask, open_pairs, peak_flops
-from objectives import make_batch, to_device
+from objectives import Objective, to_device
 
 # -----------------------------------------------------------------------------
 # default config: a 4 x 256 model that a 2-core CPU benchmarks in a few minutes
@@ -72,10 +72,10 @@ FLEX_MEMORY_SLOPE_MAX = 1.25   # GPU: d log(activation memory) / d log(S) on the
 MFU_AR_MIN, MFU_DAR_MIN = 0.45, 0.40  # GPT-2 124M, S = 1024, bf16, one H100
 
 VARIANTS = {
-    'ar': dict(objective='ar', two_stream=False),
-    'dar': dict(objective='dar', t=2, two_stream=True),
-    'vm2s': dict(objective='vm', mask_ratio=(0.15, 0.30), two_stream=True),
-    'mlm': dict(objective='mlm', mask_ratio=0.15, two_stream=False),
+    'ar': Objective('ar'),
+    'dar': Objective('dar', t=2),
+    'vm2s': Objective('vm', mask_ratio=(0.15, 0.30), two_stream=True),
+    'mlm': Objective('mlm', mask_ratio=0.15),
 }
 
 # -----------------------------------------------------------------------------
@@ -131,7 +131,7 @@ def fixed_batch(variant, S, B):
     generator = torch.Generator().manual_seed(seed + S)
     x = torch.randint(0, BOS, (B, S), generator=generator)
     x[:, 0] = BOS
-    return make_batch(x=x, generator=generator, ordinary_tokens=BOS, **VARIANTS[variant])
+    return VARIANTS[variant].batch(x, generator, BOS)
 
 def step_flops(model, batch):
     """Forward+backward FLOPs of the batch, attention counted by the mask's open pairs (SPEC §5), not as dense.
@@ -255,8 +255,8 @@ def run_speed(S, mode, run_backends):
     rows = []
     for e, ms in zip(entries, times):
         peak = resident_bytes(e['model'], e['optimizer'], e['batch']) + step_memory(e['fn'])
-        rows.append(dict(variant=e['variant'], objective=VARIANTS[e['variant']]['objective'],
-                         two_stream=VARIANTS[e['variant']]['two_stream'], backend=e['backend'], mode=mode,
+        rows.append(dict(variant=e['variant'], objective=VARIANTS[e['variant']].name,
+                         two_stream=VARIANTS[e['variant']].two_stream, backend=e['backend'], mode=mode,
                          seq_len=S, batch_size=B, ms_per_step=ms, tokens_per_s=B * S / (ms / 1e3),
                          peak_mem_mb=peak / 2 ** 20, flops_per_step=e['flops'], tflops=e['flops'] / (ms / 1e3) / 1e12,
                          mfu=e['flops'] / (ms / 1e3) / device_peak if device_peak else None))

@@ -27,7 +27,7 @@ train() {  # train <out_dir> <config and overrides...>: skipped when the run fin
   [ -f $dir/ckpt_best.pt ] && [ -f $dir/loss.csv ] && return 0
   local start=--init_from=scratch
   [ -f $dir/ckpt_last.pt ] && start=--init_from=resume
-  $PYTHON train.py "$@" --out_dir=$dir $start >/dev/null
+  $PYTHON train.py "$@" $start --out_dir=$dir >/dev/null
 }
 
 toy() {

@@ -93,7 +93,7 @@ check_ranges(config, {
     'eval_interval': '[1, inf)', 'log_interval': '[1, inf)', 'eval_iters': '[1, inf)', 'image_size': '[1, inf)',
     'patch_size': '[1, inf)', 'channels': '[1, inf)', 'batch_size': '[1, inf)', 'block_size': '[2, inf)',
     'gradient_accumulation_steps': '[1, inf)', 'n_layer': '[1, inf)', 'n_head': '[1, inf)', 'n_embd': '[1, inf)',
-    'dropout': '[0, 1)', 'learning_rate': '(0, inf)', 'max_iters': '[1, inf)', 'weight_decay': '[0, inf)',
+    'dropout': '[0, 1)', 'learning_rate': '(0, inf)', 'max_iters': '[0, inf)', 'weight_decay': '[0, inf)',
     'beta1': '[0, 1)', 'beta2': '[0, 1)', 'grad_clip': '[0, inf)', 'warmup_iters': '[0, inf)',
     'lr_decay_iters': '[0, inf)', 'min_lr': '[0, inf)', 't': '[1, inf)', 'n_groups': '[1, inf)', 'seed': '[0, inf)'})
 if init_from not in ('scratch', 'resume'):

@@ -1,7 +1,7 @@
 # Fine-tuning of Fashion-MNIST checkpoints: every weight, masks dropped, soft targets (MAE's recipe, CPU-sized).
 # $ python eval_vision.py config/finetune_fmnist.py --ckpt=out-ar-fmnist/ckpt_best.pt --ckpt=out-dar-fmnist/ckpt_best.pt
 task = 'finetune'
-pool = 'mean'
+pooling = 'mean'
 epochs = 3
 batch_size = 128
 learning_rate = 2e-3        # peak AdamW lr (MAE: 1e-3 x batch / 256 for ViT-B; a 4-layer model takes more)

@@ -3,7 +3,7 @@
 # Features are computed once (no augmentation), so 90 epochs of the probe take seconds.
 task = 'linprobe'
 keep_mask = True            # GVP: encode with the pretraining mask (raster order); --keep_mask=False drops it
-pool = 'mean'
+pooling = 'mean'
 epochs = 90
 batch_size = 256
 learning_rate = 0.1         # MAE's base lr for batch 256 (SGD with momentum here, LARS there)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from configurator import UsageError
 from data import text
 from data.c4 import prepare as c4_prepare
 from data.pile import prepare as pile_prepare

@@ -9,7 +9,7 @@ import torch
 from conftest import ROOT, make_checkpoint, run_script
 from evals import vision_eval as ve
 from model import ModelConfig, Transformer
-from objectives import conditioning_sets, target_positions
+from objectives import Objective, conditioning_sets, target_positions
 
 N_PATCHES = 16  # 28 px images, patch 7
 
@@ -131,21 +131,24 @@ def test_save_grid_writes_three_columns(tmp_path):
 # features, probe and fine-tuning parts
 
 
+def probe_groups(config):
+    return Objective.from_config(config).probe_groups(N_PATCHES)
+
+
 def test_probe_groups_keep_the_pretraining_mask_in_raster_order():
     zeros = torch.zeros(N_PATCHES + 1, dtype=torch.long)
-    assert torch.equal(ve.probe_groups({'objective': 'ar'}, N_PATCHES, True), torch.arange(N_PATCHES + 1))
-    dar = ve.probe_groups({'objective': 'dar', 't': 2}, N_PATCHES, True)
+    assert torch.equal(probe_groups({'objective': 'ar'}), torch.arange(N_PATCHES + 1))
+    dar = probe_groups({'objective': 'dar', 't': 2})
     assert dar.tolist() == [0] + [1 + k // 2 for k in range(N_PATCHES)]
-    gvp = ve.probe_groups({'objective': 'gvp', 'n_groups': 6}, N_PATCHES, True)
+    gvp = probe_groups({'objective': 'gvp', 'n_groups': 6})
     assert gvp[0] == 0 and bool((gvp.diff() >= 0).all()) and int(gvp.max()) == 6 and int((gvp[1:] == 0).sum()) >= 1
-    for config in ({'objective': 'vm'}, {'objective': 'mlm'}, {'objective': 'ar'}):
-        keep = config['objective'] != 'ar'
-        assert torch.equal(ve.probe_groups(config, N_PATCHES, keep), zeros)
+    for config in ({'objective': 'vm'}, {'objective': 'mlm'}):  # one bidirectional visible group
+        assert torch.equal(probe_groups(config), zeros)
     # kept causal mask: features of earlier patches do not move when the last patch changes
     model, seqs = random_model(), random_sequences(2)
     changed = seqs.clone()
     changed[:, -1] += 1.0
-    groups = ve.probe_groups({'objective': 'ar'}, N_PATCHES, True)
+    groups = probe_groups({'objective': 'ar'})
     positions = torch.arange(N_PATCHES + 1).expand(2, -1)
     before = model.features(seqs, positions, groups.expand(2, -1))
     after = model.features(changed, positions, groups.expand(2, -1))

@@ -86,7 +86,7 @@ def test_every_run_gets_the_whole_recipe(tmp_path):
     for args in (a for a in train if 'shakespeare' in a[1]):
         assert {'--learning_rate=3e-3', '--warmup_iters=100', '--eval_iters=4', '--progress=False'} <= set(args)
     assert sum('--max_iters=40' in args for args in train) == 6
-    assert sum(c.startswith('eval_ppl.py') for c in calls) == 2 * 2
+    assert sum(c.startswith('eval_ppl.py') for c in calls) == 2 * 2 * 2  # seeds x data sets x bert_future readings
     assert sum(c.startswith('eval_glue.py') for c in calls) == 3
     assert sum(c.startswith('eval_vision.py') for c in calls) == 2 * 4
     connectivity = [c.split() for c in calls if c.startswith('theory.py connectivity')]

@@ -156,7 +156,7 @@ def test_config_errors(tmp_path, tiny_corpus):
     ('--beta2=1.0', "'beta2' must lie in [0, 1)"),
     ('--gradient_accumulation_steps=0', "'gradient_accumulation_steps' must lie in [1, inf)"),
     ('--block_size=1', "'block_size' must lie in [2, inf)"),
-    ('--max_iters=-5', "'max_iters' must lie in [1, inf)"),
+    ('--max_iters=-5', "'max_iters' must lie in [0, inf)"),  # 0: build, save nothing, no step
     ('--warmup_iters=-1', "'warmup_iters' must lie in [0, inf)"),
     ('--t=0', "'t' must lie in [1, inf)"),
 ])
