@@ -1,7 +1,7 @@
 """
 Config the nanoGPT way, but strict: a script's module globals are its defaults; `config/x.py` files and
 `--key=value` overrides replace them in order. Unknown keys and wrong types stop with one line.
-    python train.py config/vm_shakespeare.py --batch_size=32 --mask_ratio=(0.15,0.3)
+    python train.py config/vm_shakespeare.py --batch_size=32 --mask_ratio='(0.15,0.3)'
 """
 import os
 import re

@@ -51,7 +51,7 @@ def check_ratio(mask_ratio):
     if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(v, (int, float)) for v in pair)
             and 0 < pair[0] <= pair[1] < 1):
         raise UsageError(f"mask_ratio must be one ratio in (0, 1) or a range (low, high) with 0 < low <= high < 1, "
-                         f"got {mask_ratio!r}: e.g. --mask_ratio=0.15 or --mask_ratio=(0.15,0.30)")
+                         f"got {mask_ratio!r}: e.g. --mask_ratio=0.15 or --mask_ratio='(0.15,0.30)'")
     return float(pair[0]), float(pair[1])
 
 # -----------------------------------------------------------------------------
