@@ -214,7 +214,6 @@ KINDS = {
     'gvp': Kind(False, True, lambda o, B, L, g: gvp_sizes(B, L, o.n_groups, o.segmentation, g),
                 lambda o, N: gvp_sizes(1, N, o.n_groups, 'fixed', None), one_stream=False),
 }
-OBJECTIVES = tuple(KINDS)
 DEFAULT_RATIOS = {'mlm': 0.15, 'vm': (0.15, 0.30)}
 
 @dataclass(frozen=True)

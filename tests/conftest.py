@@ -63,25 +63,9 @@ def run_script(*args, timeout=300, env=None):
                           env={**os.environ, 'OMP_NUM_THREADS': '1', **(env or {})})
 
 
-def script_error(script, *args):
-    """Run a top-level script in this process until the ValueError its up-front checks raise; -> its message.
-    Milliseconds instead of a new interpreter, for tests of many bad flags (the one-line printing of these errors is
-    tested with run_script)."""
-    argv, hook, cwd = sys.argv, sys.excepthook, os.getcwd()
-    sys.argv = [script, *args]
-    os.chdir(ROOT)
-    try:
-        with pytest.raises(ValueError) as error:
-            runpy.run_path(os.path.join(ROOT, script), run_name='__main__')
-    finally:
-        sys.argv, sys.excepthook = argv, hook
-        os.chdir(cwd)
-    return str(error.value)
-
-
 def run_in_process(script, *args):
-    """Run a top-level script to its end in this process (it sees what a test registered, e.g. a new objective);
-    signal handlers are restored afterwards (train.py installs its own)."""
+    """Run a top-level script to its end in this process: milliseconds instead of a new interpreter, and it sees
+    what a test registered (e.g. a new objective). Signal handlers are restored afterwards (train.py sets its own)."""
     argv, hook, cwd = sys.argv, sys.excepthook, os.getcwd()
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)}
     sys.argv = [script, *args]
@@ -94,3 +78,11 @@ def run_in_process(script, *args):
         signal.set_wakeup_fd(-1)
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
+
+
+def script_error(script, *args):
+    """A script run in this process until the UsageError its checks raise: -> the message (the one-line printing
+    of these errors is tested with run_script)."""
+    with pytest.raises(ValueError) as error:
+        run_in_process(script, *args)
+    return str(error.value)
