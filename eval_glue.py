@@ -9,8 +9,6 @@ $ python eval_glue.py config/linprobe_glue_offline.py --ckpt=out-shakespeare/ckp
 $ torchrun --standalone --nproc_per_node=8 eval_glue.py config/glue_sane.py --ckpt=...   # (task, seed) jobs over GPUs
 Data: python data/glue/prepare.py (GLUE, needs a network) or python data/glue/prepare_offline.py (offline suite).
 """
-import csv
-import io
 import json
 import os
 import sys
@@ -27,6 +25,7 @@ from evals.finetune import (STYLES, Classifier, encode_rows, fit_least_squares, 
                            length_batches, pad_batch, resolve_pooling, standardize, task_loss,
                            to_predictions)
 from data.text import get_tokenizer
+from evals.plot import write_csv
 from model import load_checkpoint, lr_at, read_checkpoint
 from objectives import Objective
 
@@ -295,19 +294,15 @@ if master:
         lines.append("offline avg: the mean of the offline tasks' main metrics.")
     table = '\n'.join(lines) + '\n'
     print(table)
-    table_csv = io.StringIO()
-    writer = csv.writer(table_csv, lineterminator='\n')
-    writer.writerow(['checkpoint', 'objective', 'attention', 'pooling', 'mode'] +
-                    [f"{key}_{metric}" for key in keys for metric in metrics_of[key]] +
-                    [name.replace(' ', '_') for name in suites])
-    for row in summary:
-        writer.writerow([row['ckpt'], row['objective'], row['attention'], row['pooling'], mode] +
-                        [f"{row['medians'][key][metric]:.4f}" for key in keys for metric in metrics_of[key]] +
-                        [f"{row['averages'][name]:.4f}" for name in suites])
     seconds = {task: sum(r['seconds'] for r in records if r['task'] == task) for task in task_names}
     stem = os.path.join(out_dir, f"glue_{mode}")
     atomic_write(stem + '.md', table)
-    atomic_write(stem + '.csv', table_csv.getvalue())
+    write_csv(stem + '.csv', ['checkpoint', 'objective', 'attention', 'pooling', 'mode'] +
+              [f"{key}_{metric}" for key in keys for metric in metrics_of[key]] +
+              [name.replace(' ', '_') for name in suites],
+              [[row['ckpt'], row['objective'], row['attention'], row['pooling'], mode] +
+               [f"{row['medians'][key][metric]:.4f}" for key in keys for metric in metrics_of[key]] +
+               [f"{row['averages'][name]:.4f}" for name in suites] for row in summary])
     atomic_write(stem + '.json', json.dumps(dict(config=config, summary=summary, runs=records,
                                                       seconds_per_task=seconds, models=models), indent=1))
     print("seconds per task (all checkpoints and seeds): " + ', '.join(f"{t} {s:.1f}" for t, s in seconds.items()))

@@ -85,7 +85,7 @@ def gvp_sizes(B, L, n_groups, segmentation, generator):
     K = n_groups
     if segmentation == 'fixed':
         bounds = torch.tensor([(i + 1) * L // (K + 1) for i in range(K)] + [L]).expand(B, K + 1)
-    elif segmentation in ('random', 'mixed'):
+    else:  # 'random' or 'mixed' (Objective checks the name)
         rows = []
         for _ in range(B):
             if segmentation == 'random':  # n_0..n_{K-1}: K distinct values of [1, L-1], sorted
@@ -97,8 +97,6 @@ def gvp_sizes(B, L, n_groups, segmentation, generator):
             picks = torch.randperm(pool, generator=generator, device=generator.device)[:K - len(top)].cpu() + 1
             rows.append(torch.cat([picks.sort().values, torch.tensor(top, dtype=torch.long), torch.tensor([L])]))
         bounds = torch.stack(rows)
-    else:
-        raise UsageError(f"gvp segmentation must be 'fixed', 'random' or 'mixed', got {segmentation!r}")
     return torch.cat([bounds[:, :1], bounds.diff(dim=1)], dim=1)
 
 def masked_count(rho, L):
@@ -335,10 +333,6 @@ class Objective:
         if self.two_stream:
             return two_stream_batch(x, groups, content_all=False, widths=(content_width, target_width))
         return bert_batch(x, groups == 1, generator, self.bert_replace, ordinary_tokens, width=target_width)
-
-def make_batch(name, x, generator, ordinary_tokens=None, **settings):
-    """Objective(name, **settings).batch(x, generator, ordinary_tokens): the one-call form."""
-    return Objective(name, **settings).batch(x, generator, ordinary_tokens)
 
 # -----------------------------------------------------------------------------
 # evaluation batches: next-token prediction from a prefix only (Eq. 2, Fig. 3)

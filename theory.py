@@ -17,8 +17,6 @@ the same matrix with relabelled tokens: we build one block exactly, take its SVD
 The empty text is one row per class (the r class-tagged empty prefixes): that is what gives ar the paper's r*s
 unit singular values. The paper's printed ar row count r(T^s - T)/(T - 1) leaves these r rows out.
 """
-import csv
-import io
 import itertools
 import json
 import math
@@ -30,9 +28,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from configurator import UsageError, configure, one_line_errors
-from evals.plot import line_plot
-
-BOS = 50256  # GPT-2 <|endoftext|>: the conditioning token at position 0 of every text sequence
+from evals.plot import line_plot, write_csv
 
 # -----------------------------------------------------------------------------
 # toy model of Thm 4.2: which positions are visible, and which position is the target
@@ -166,23 +162,6 @@ def misalignment(s, rho_range, nodes=16):
     return {'k': k.astype(int), 'w': weights @ w, 'length_term': weights @ length, 'eq4_length_part': weights @ eq4}
 
 # -----------------------------------------------------------------------------
-# outputs: tables as CSV, written atomically (plots: evals/plot.py, a PNG with a CSV of the same numbers)
-
-def write_atomic(path, data):
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp_path = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-    tmp_path.write_bytes(data.encode() if isinstance(data, str) else data)
-    os.replace(tmp_path, path)
-
-def write_csv(path, header, rows):
-    text = io.StringIO()
-    writer = csv.writer(text, lineterminator='\n')
-    writer.writerow(header)
-    writer.writerows(rows)
-    write_atomic(path, text.getvalue())
-
-# -----------------------------------------------------------------------------
 # connectivity and effective rank: surrogates measured on trained features
 
 def top_pair_similarities(features, top=10 ** 5, block_rows=1024):
@@ -208,7 +187,7 @@ def effective_rank(matrix=None, tau=0.9, gram=None):
 
 def text_windows(data_dir, block_size, num_samples):
     """(N, block_size) ids: BOS then block_size - 1 tokens of <data_dir>/val.bin, evenly spaced windows."""
-    from data.text import load_tokens
+    from data.text import BOS, load_tokens
     data = load_tokens(data_dir, 'val')  # one clear error naming the prepare command if missing or broken
     length = block_size - 1
     if len(data) < length:
@@ -244,12 +223,10 @@ def encode_windows(model, content, attention, content_masked=None, all_layers=Fa
                           content_masked=content_masked, all_layers=all_layers)
 
 def encoding(attention, pooling='auto'):
-    """-> pooling; 'auto' pools as eval_glue.py: the last token if causal, else the mean."""
+    """-> pooling; 'auto' pools as eval_glue.py: the last token if causal, else the mean (BOS left out)."""
     from evals.finetune import resolve_pooling
-    if attention not in ('causal', 'bidirectional'):
-        raise UsageError(f"attention must be 'causal' or 'bidirectional', got {attention!r}")
-    if pooling not in ('auto', 'last', 'mean'):
-        raise UsageError(f"pooling must be 'auto', 'last' or 'mean', got {pooling!r}")
+    if pooling == 'first':
+        raise UsageError("pooling must be 'auto', 'last' or 'mean' here: 'first' would pool BOS alone")
     return resolve_pooling(pooling, attention)
 
 def pooled_features(model, windows, attention, pooling='auto', batch_size=64, device='cpu'):

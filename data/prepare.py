@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere: `from data.text import`
 
-from data.text import expand_inputs, hold_out_tail, parse_overrides, read_documents, run_main, write_corpus
+from data.text import documents, expand_inputs, hold_out_tail, parse_overrides, run_main, write_corpus
 
 DEFAULTS = {"input": "", "out_dir": "", "val_fraction": 0.05, "text_field": "text"}
 
@@ -35,19 +35,15 @@ def main(argv=None):
     if not 0 <= config["val_fraction"] < 1:
         raise SystemExit(f"--val_fraction={config['val_fraction']}: must be in [0, 1)")
     paths = expand_inputs(config["input"])
-
-    def documents():
-        return (doc for doc in read_documents(paths, config["text_field"]) if doc.strip())
-
-    n_docs = sum(1 for _ in documents())  # a first pass only counts, so nothing is held in memory
+    n_docs = sum(1 for _ in documents(paths, config["text_field"]))  # a counting pass: nothing is held in memory
     if n_docs == 0:
         raise SystemExit(f"no non-empty documents in --input={config['input']}")
     if n_docs == 1:
-        train, val = split_text(next(documents()), config["val_fraction"])
+        train, val = split_text(next(documents(paths, config["text_field"])), config["val_fraction"])
         train, val = [train], [val]
     else:
         n_val = max(1, round(n_docs * config["val_fraction"])) if config["val_fraction"] > 0 else 0
-        train, val = hold_out_tail(documents(), n_val)
+        train, val = hold_out_tail(documents(paths, config["text_field"]), n_val)
         print(f"{n_docs:,} documents: the last {n_val:,} are held out for validation")
     source = f"data/prepare.py --input={config['input']} ({len(paths)} files), val_fraction={config['val_fraction']}"
     return write_corpus(config["out_dir"], train, val, source=source)

@@ -182,6 +182,12 @@ def read_documents(paths, text_field="text"):
                 yield record[text_field]
 
 
+def documents(paths, text_field="text", max_docs=0):
+    """The non-empty documents of paths, the first max_docs of them (0 = all)."""
+    docs = (doc for doc in read_documents(paths, text_field) if doc.strip())
+    return itertools.islice(docs, max_docs) if max_docs else docs
+
+
 def hold_out_tail(docs, n_tail):
     """Split a document stream into (all but the last n_tail, the last n_tail), buffering only the tail.
     The second iterator is valid only once the first is exhausted (write_corpus reads train first)."""
@@ -296,14 +302,20 @@ def load_tokens(data_dir, split):
     if meta is not None and meta.get("vocab_size") != VOCAB_SIZE:
         raise UsageError(f"vocab mismatch: {data_dir} was prepared with vocab_size {meta.get('vocab_size')}, "
                          f"the models here use GPT-2's {VOCAB_SIZE}: rerun `{prepare_command(data_dir)}`")
+    if not path.exists() and meta is not None and meta.get("splits"):
+        raise UsageError(f"{data_dir} has no '{split}' split (it has {', '.join(meta['splits'])}): "
+                         f"pick another split or dataset")
+    return open_bin(path)
+
+
+def open_bin(path):
+    """A uint16 .bin file memory-mapped read-only; a missing, empty or truncated one names its prepare command."""
+    path = Path(path)
     if not path.exists():
-        if meta is not None and meta.get("splits"):
-            raise UsageError(f"{data_dir} has no '{split}' split (it has {', '.join(meta['splits'])}): "
-                                    f"pick another split or dataset")
-        raise UsageError(f"{path} not found: run `{prepare_command(data_dir)}` first")
+        raise UsageError(f"{path} not found: run `{prepare_command(path.parent)}` first")
     size = path.stat().st_size
     if size == 0 or size % 2:
-        raise UsageError(f"{path} is {'empty' if size == 0 else 'truncated'}: rerun `{prepare_command(data_dir)}`")
+        raise UsageError(f"{path} is {'empty' if size == 0 else 'truncated'}: rerun `{prepare_command(path.parent)}`")
     return np.memmap(path, dtype=np.uint16, mode="r")
 
 
@@ -311,12 +323,7 @@ def as_token_array(data):
     """A 1-D token array from a .bin path (reopened per call: a long-lived memmap leaks memory, as
     nanoGPT notes), a numpy array or a tensor."""
     if isinstance(data, (str, Path)):
-        path = Path(data)
-        if not path.exists():
-            raise UsageError(f"{path} not found: run `{prepare_command(path.parent)}` first")
-        if path.stat().st_size < 2:
-            raise UsageError(f"{path} is empty: rerun `{prepare_command(path.parent)}`")
-        return np.memmap(path, dtype=np.uint16, mode="r")
+        return open_bin(data)
     tokens = data.numpy() if isinstance(data, torch.Tensor) else np.asarray(data)
     if tokens.ndim != 1:
         raise UsageError(f"expected a 1-D token stream, got shape {tuple(tokens.shape)}")
@@ -385,6 +392,15 @@ def run_main(main):
         main()
     except (OSError, ValueError, ImportError, RuntimeError) as error:
         raise SystemExit(f"error: {error}") from None
+
+
+def input_paths(config, example):
+    """A prepare script's --input files, then its --url downloads (into --raw_dir)."""
+    paths = expand_inputs(config["input"]) if config["input"] else []
+    paths += [download(url, config["raw_dir"]) for url in config["url"].split(",") if url.strip()]
+    if not paths:
+        raise SystemExit(f"no input: pass --input=PATH_TO/{example} (comma-separated, globs allowed) or --url=URL")
+    return paths
 
 
 def download(url, dest_dir):

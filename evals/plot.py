@@ -28,14 +28,17 @@ def _label(value):
     return f"{value:.3g}" if abs(value) < 1e4 else f"{value:.2e}"
 
 
+def write_csv(path, header, rows):
+    """One header row, then rows, written atomically."""
+    table = io.StringIO()
+    csv.writer(table, lineterminator='\n').writerows([header, *rows])
+    atomic_write(path, table.getvalue())
+
+
 def line_plot(path, series, title='', xlabel='', ylabel='', logx=False, logy=False, size=(720, 480)):
     """series: {name: (xs, ys)}. Writes `path` (PNG) and the same numbers as `path` with .csv."""
-    table = io.StringIO()
-    writer = csv.writer(table)
-    writer.writerow(['series', xlabel or 'x', ylabel or 'y'])
-    for name, (xs, ys) in series.items():
-        writer.writerows([name, x, y] for x, y in zip(xs, ys))
-    atomic_write(os.path.splitext(path)[0] + '.csv', table.getvalue())
+    write_csv(os.path.splitext(path)[0] + '.csv', ['series', xlabel or 'x', ylabel or 'y'],
+              [[name, x, y] for name, (xs, ys) in series.items() for x, y in zip(xs, ys)])
     fx = (lambda v: math.log10(v)) if logx else (lambda v: v)
     fy = (lambda v: math.log10(v)) if logy else (lambda v: v)
     points = {name: [(fx(x), fy(y)) for x, y in zip(xs, ys)

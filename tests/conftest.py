@@ -20,6 +20,22 @@ BOS = 50256
 FIXTURES_GLUE = os.path.join(ROOT, 'tests', 'fixtures', 'glue')  # a few rows of every GLUE task, in GLUE's format
 
 
+@pytest.fixture(scope='module')
+def one_thread():
+    """For modules of tiny ops: a second OpenMP thread only adds barriers, ~20x slower on a busy 2-core machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def random_tokens(B, S, vocab, seed=0):
+    """(B, S) ids: column 0 the conditioning id vocab - 1 (BOS's place), the rest uniform in 0..vocab-2."""
+    x = torch.randint(0, vocab - 1, (B, S), generator=torch.Generator().manual_seed(seed))
+    x[:, 0] = vocab - 1
+    return x
+
+
 def write_corpus(folder, train_tokens, val_tokens):
     """A prepared corpus as data/text.py writes it: uint16 train.bin / val.bin and meta.json."""
     os.makedirs(folder, exist_ok=True)
@@ -61,6 +77,14 @@ def run_script(*args, timeout=300, env=None):
     """Run one of the top-level scripts as a user would; returns the CompletedProcess."""
     return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, 'OMP_NUM_THREADS': '1', **(env or {})})
+
+
+def one_error_line(result, *fragments):
+    """A script run that stopped on bad input: exit code 1 and one stderr line `<script>: error: ...` with every
+    fragment in it."""
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and ': error: ' in lines[0], result.stderr[-2000:]
+    assert all(fragment in lines[0] for fragment in fragments), lines[0]
 
 
 def run_in_process(script, *args):

@@ -8,14 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import make_checkpoint, run_script, write_corpus
+from conftest import make_checkpoint, random_tokens, run_script, write_corpus
 from evals.ppl import (bucket_table, gather_windows, score_windows, window_starts)
 from objectives import Objective
 from data.text import iter_windows
 from model import save_checkpoint
 
 VOCAB = 64                # small vocabularies keep the library tests fast
-CONDITIONING = VOCAB - 1  # stands in for BOS in column 0 of the library tests' windows
 
 # the four ways a model reads a prefix, with an objective (and two_stream setting) that needs each
 STYLES = [('causal', 'ar', None), ('groups', 'dar', None), ('bert', 'mlm', None), ('masked_two_stream', 'vm', True)]
@@ -23,13 +22,7 @@ STYLES = [('causal', 'ar', None), ('groups', 'dar', None), ('bert', 'mlm', None)
 FUTURES = [(*style, 'invisible') for style in STYLES] + [('bert', 'mlm', None, 'mask')]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """These ops are tiny: with two threads on a busy 2-core machine OpenMP barriers make them ~20x slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures('one_thread')  # tiny ops (conftest.one_thread)
 
 
 def small_model(tmp_path, objective, seed=0, **kwargs):
@@ -41,9 +34,7 @@ def small_model(tmp_path, objective, seed=0, **kwargs):
 
 
 def random_windows(n, S, seed=0):
-    windows = torch.randint(0, CONDITIONING, (n, S), generator=torch.Generator().manual_seed(seed))
-    windows[:, 0] = CONDITIONING
-    return windows
+    return random_tokens(n, S, VOCAB, seed)
 
 
 def reference_nll(model, window, style):

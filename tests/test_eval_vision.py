@@ -6,7 +6,7 @@ import os
 import pytest
 import torch
 
-from conftest import ROOT, make_checkpoint, run_script
+from conftest import ROOT, make_checkpoint, one_error_line, run_script
 from evals import vision_eval as ve
 from model import ModelConfig, Transformer
 from objectives import Objective, conditioning_sets, target_positions
@@ -14,13 +14,7 @@ from objectives import Objective, conditioning_sets, target_positions
 N_PATCHES = 16  # 28 px images, patch 7
 
 
-@pytest.fixture(autouse=True, scope='module')
-def one_thread():
-    """Tiny ops: a second OpenMP thread only adds synchronisation (and spins when the machine is busy)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures('one_thread')  # tiny ops (conftest.one_thread)
 
 # -----------------------------------------------------------------------------
 # reconstruction
@@ -199,23 +193,15 @@ def test_finetune_parts():
 # the script: bad input, and a tiny pretrained model on MNIST-5k
 
 
-def one_line_error(result):
-    assert result.returncode == 1, result.stderr[-2000:]
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith('eval_vision.py: error: '), result.stderr[-2000:]
-    return lines[0]
-
-
 def test_bad_input_is_one_line(tmp_path):
     from PIL import Image
     for split in ('train', 'val'):
         os.makedirs(tmp_path / 'rgb' / split / 'cat')
         Image.new('RGB', (30, 30), (200, 10, 10)).save(tmp_path / 'rgb' / split / 'cat' / 'a.png')
     grey, _ = make_checkpoint(tmp_path / 'grey.pt', objective='dar', input_kind='patches')
-    line = one_line_error(run_script('eval_vision.py', f'--ckpt={grey}', f"--dataset=imagefolder:{tmp_path / 'rgb'}"))
-    assert '3-channel' in line and '1-channel' in line and '--dataset' in line
-    line = one_line_error(run_script('eval_vision.py', f'--ckpt={grey}', '--image_size=32'))
-    assert 'trained at 28 px' in line and '--image_size' in line
+    one_error_line(run_script('eval_vision.py', f'--ckpt={grey}', f"--dataset=imagefolder:{tmp_path / 'rgb'}"),
+                   'eval_vision.py: error: ', '3-channel', '1-channel', '--dataset')
+    one_error_line(run_script('eval_vision.py', f'--ckpt={grey}', '--image_size=32'), 'trained at 28 px', '--image_size')
 
 
 @pytest.fixture(scope='module')

@@ -23,11 +23,12 @@ def fixture_dir(task):
     return OFFLINE_FIXTURES if gt.ALL_TASKS[task].offline else FIXTURES
 
 
-def one_line_error(excinfo, *fragments):
+def one_line_error(call, *fragments, error=ValueError):
+    """call() raises `error` with a message of one line that holds every fragment."""
+    with pytest.raises(error) as excinfo:
+        call()
     message = str(excinfo.value)
-    assert "\n" not in message, message
-    for fragment in fragments:
-        assert fragment in message, message
+    assert "\n" not in message and all(fragment in message for fragment in fragments), message
 
 # -----------------------------------------------------------------------------
 # fixtures read as the official files are laid out
@@ -103,65 +104,46 @@ def copy_task(tmp_path, task, split, edit):
 
 
 def test_missing_task_folder(tmp_path):
-    with pytest.raises(ValueError) as excinfo:
-        gt.read_task(str(tmp_path), "cola", "train")
-    one_line_error(excinfo, "CoLA", "python data/glue/prepare.py --tasks cola")
-    with pytest.raises(ValueError) as excinfo:
-        gt.read_task(str(tmp_path), "hedge", "dev")
-    one_line_error(excinfo, "python data/glue/prepare_offline.py")
+    one_line_error(lambda: gt.read_task(str(tmp_path), "cola", "train"),
+                   "CoLA", "python data/glue/prepare.py --tasks cola")
+    one_line_error(lambda: gt.read_task(str(tmp_path), "hedge", "dev"), "python data/glue/prepare_offline.py")
     (tmp_path / "RTE").mkdir()
-    with pytest.raises(ValueError) as excinfo:
-        gt.read_task(str(tmp_path), "rte", "dev")
-    one_line_error(excinfo, "dev.tsv is missing", "prepare.py --tasks rte")
+    one_line_error(lambda: gt.read_task(str(tmp_path), "rte", "dev"), "dev.tsv is missing", "prepare.py --tasks rte")
 
 
 def test_malformed_row(tmp_path):
     def add_stray_tab(lines):
         lines[2] = lines[2].replace(" ", "\t", 1)
     copy_task(tmp_path, "qqp", "train", add_stray_tab)
-    with pytest.raises(ValueError) as excinfo:
-        gt.read_task(str(tmp_path), "qqp", "train")
-    one_line_error(excinfo, "train.tsv:3:", "expected 6", "got 7")
+    one_line_error(lambda: gt.read_task(str(tmp_path), "qqp", "train"), "train.tsv:3:", "expected 6", "got 7")
 
     def drop_field(lines):  # headerless CoLA: 4 fields by definition
         lines[1] = lines[1].split("\t", 1)[1]
     copy_task(tmp_path, "cola", "dev", drop_field)
-    with pytest.raises(ValueError) as excinfo:
-        gt.read_task(str(tmp_path), "cola", "dev")
-    one_line_error(excinfo, "dev.tsv:2:", "expected 4", "got 3")
+    one_line_error(lambda: gt.read_task(str(tmp_path), "cola", "dev"), "dev.tsv:2:", "expected 4", "got 3")
 
     def rename_column(lines):
         lines[0] = lines[0].replace("sentence", "text")
     copy_task(tmp_path, "sst2", "dev", rename_column)
-    with pytest.raises(ValueError) as excinfo:
-        gt.read_task(str(tmp_path), "sst2", "dev")
-    one_line_error(excinfo, "dev.tsv:1:", "'sentence'")
+    one_line_error(lambda: gt.read_task(str(tmp_path), "sst2", "dev"), "dev.tsv:1:", "'sentence'")
 
 
 def test_label_outside_label_set(tmp_path):
     def bad_label(lines):
         lines[3] = lines[3].rsplit("\t", 1)[0] + "\tmaybe"
     copy_task(tmp_path, "rte", "train", bad_label)
-    with pytest.raises(ValueError) as excinfo:
-        gt.read_task(str(tmp_path), "rte", "train")
-    one_line_error(excinfo, "train.tsv:4:", "'maybe'", "entailment")
+    one_line_error(lambda: gt.read_task(str(tmp_path), "rte", "train"), "train.tsv:4:", "'maybe'", "entailment")
 
     for score, problem in (("5.5", "outside [0.0, 5.0]"), ("high", "not a number"), ("nan", "outside")):
         def bad_score(lines):
             lines[1] = lines[1].rsplit("\t", 1)[0] + "\t" + score
         copy_task(tmp_path, "stsb", "dev", bad_score)
-        with pytest.raises(ValueError) as excinfo:
-            gt.read_task(str(tmp_path), "stsb", "dev")
-        one_line_error(excinfo, "dev.tsv:2:", problem)
+        one_line_error(lambda: gt.read_task(str(tmp_path), "stsb", "dev"), "dev.tsv:2:", problem)
 
 
 def test_unknown_task_and_split():
-    with pytest.raises(ValueError) as excinfo:
-        gt.read_task(FIXTURES, "sst-2", "train")
-    one_line_error(excinfo, "unknown task", "sst2")
-    with pytest.raises(ValueError) as excinfo:
-        gt.read_task(FIXTURES, "mnli", "dev")
-    one_line_error(excinfo, "dev_matched", "dev_mismatched")
+    one_line_error(lambda: gt.read_task(FIXTURES, "sst-2", "train"), "unknown task", "sst2")
+    one_line_error(lambda: gt.read_task(FIXTURES, "mnli", "dev"), "dev_matched", "dev_mismatched")
     with pytest.raises(ValueError):
         gt.read_task(FIXTURES, "cola", "test")  # no labels there
 
@@ -196,9 +178,7 @@ def test_metric_edge_cases():
     assert gt.matthews_corrcoef([0, 1, 2, 0], [0, 1, 2, 0]) == pytest.approx(1.0)
     assert gt.pearson([2.0, 2.0, 2.0], [0.1, 0.5, 0.3]) == 0.0  # constant prediction: no correlation, not nan
     assert gt.spearman([1, 2, 3, 4], [10, 20, 30, 1000]) == pytest.approx(1.0)
-    with pytest.raises(ValueError) as excinfo:
-        gt.accuracy([0, 1], [0, 1, 1])
-    one_line_error(excinfo, "equal-length")
+    one_line_error(lambda: gt.accuracy([0, 1], [0, 1, 1]), "equal-length")
 
 
 def test_task_score():
@@ -211,9 +191,7 @@ def test_task_score():
     assert list(gt.task_score("cola", preds, labels)) == ["mcc"]
     stsb = gt.task_score("stsb", np.array([0.5, 2.0, 4.5, 3.0]), np.array([1.0, 2.5, 5.0, 2.0]))
     assert stsb["pearson"] == pytest.approx(100 * stats.pearsonr([0.5, 2.0, 4.5, 3.0], [1.0, 2.5, 5.0, 2.0])[0])
-    with pytest.raises(ValueError) as excinfo:
-        gt.task_score("mnli", np.array([0.2, 1.7]), np.array([0, 1]))
-    one_line_error(excinfo, "argmax")
+    one_line_error(lambda: gt.task_score("mnli", np.array([0.2, 1.7]), np.array([0, 1])), "argmax")
 
 # -----------------------------------------------------------------------------
 # the GLUE average: the paper's Table 2 is the check
@@ -247,16 +225,11 @@ def test_glue_average_reproduces_table2(row):
 def test_glue_average_refuses_incomplete_or_mixed():
     results = table2_results(TABLE2["ar"][0])
     del results["mnli_mm"]
-    with pytest.raises(ValueError) as excinfo:
-        gt.glue_average(results)
-    one_line_error(excinfo, "mnli_mm")
+    one_line_error(lambda: gt.glue_average(results), "mnli_mm")
     assert gt.glue_average(results, allow_partial=True) == pytest.approx(np.mean(np.delete(TABLE2["ar"][0], 1)))
-    with pytest.raises(ValueError) as excinfo:
-        gt.glue_average({**results, "mnli": {"accuracy": 80.0}}, allow_partial=True)
-    one_line_error(excinfo, "mnli_m")
-    with pytest.raises(ValueError) as excinfo:
-        gt.glue_average({**results, "hedge": {"mcc": 10.0, "accuracy": 60.0}}, allow_partial=True)
-    one_line_error(excinfo, "offline")
+    one_line_error(lambda: gt.glue_average({**results, "mnli": {"accuracy": 80.0}}, allow_partial=True), "mnli_m")
+    one_line_error(lambda: gt.glue_average({**results, "hedge": {"mcc": 10.0, "accuracy": 60.0}}, allow_partial=True),
+                   "offline")
     offline = {"polarity": {"accuracy": 70.0}, "hedge": {"mcc": 20.0, "accuracy": 60.0},
                "plagiarism": {"accuracy": 50.0, "mcc": 0.0}, "lee_sts": {"pearson": 40.0, "spearman": 0.0}}
     assert gt.glue_average(offline) == pytest.approx(45.0)
@@ -292,16 +265,13 @@ def test_prepare_extracts_official_zip(tmp_path, task):
 
 def test_prepare_bad_archives(tmp_path):
     fixture_zip(str(tmp_path / "RTE.zip"), "rte", "RTE", drop=("dev.tsv",))
-    with pytest.raises(SystemExit) as excinfo:
-        prepare.extract_zip(str(tmp_path / "RTE.zip"), "rte", str(tmp_path / "out"))
-    one_line_error(excinfo, "dev.tsv", "delete it")
+    one_line_error(lambda: prepare.extract_zip(str(tmp_path / "RTE.zip"), "rte", str(tmp_path / "out")),
+                   "dev.tsv", "delete it", error=SystemExit)
     (tmp_path / "CoLA.zip").write_text("<html>404</html>")
-    with pytest.raises(SystemExit) as excinfo:
-        prepare.extract_zip(str(tmp_path / "CoLA.zip"), "cola", str(tmp_path / "out"))
-    one_line_error(excinfo, "not a zip")
-    with pytest.raises(SystemExit) as excinfo:
-        prepare.prepare(["wnli"], str(tmp_path / "out"), str(tmp_path / "empty"), allow_download=False)
-    one_line_error(excinfo, "WNLI.zip is missing")
+    one_line_error(lambda: prepare.extract_zip(str(tmp_path / "CoLA.zip"), "cola", str(tmp_path / "out")),
+                   "not a zip", error=SystemExit)
+    one_line_error(lambda: prepare.prepare(["wnli"], str(tmp_path / "out"), str(tmp_path / "empty"),
+                                           allow_download=False), "WNLI.zip is missing", error=SystemExit)
 
 
 def test_prepare_builds_mrpc(tmp_path):

@@ -143,14 +143,11 @@ def test_fmnist_prepare_and_load(tmp_path, monkeypatch):
 
 
 def test_load_images_errors(tmp_path):
-    with pytest.raises(ValueError, match='python data/mnist5k/prepare.py'):
-        imgs.load_images('mnist5k', 'train', data_root=str(tmp_path))
-    with pytest.raises(ValueError, match='split must be'):
-        imgs.load_images('mnist5k', 'test', data_root=str(tmp_path))
-    with pytest.raises(ValueError, match='unknown image set'):
-        imgs.load_images('cifar', 'train', data_root=str(tmp_path))
-    with pytest.raises(ValueError, match='IDX files'):
-        imgs.load_images('mnist', 'train', data_root=str(tmp_path))
+    for name, split, message in (('mnist5k', 'train', 'python data/mnist5k/prepare.py'),
+                                 ('mnist5k', 'test', 'split must be'), ('cifar', 'train', 'unknown image set'),
+                                 ('mnist', 'train', 'IDX files')):
+        with pytest.raises(ValueError, match=message):
+            imgs.load_images(name, split, data_root=str(tmp_path))
     (tmp_path / 'fmnist').mkdir()
     (tmp_path / 'fmnist' / 'train.npz').write_bytes(b'half a file')
     with pytest.raises(ValueError, match='unreadable'):
@@ -327,12 +324,11 @@ def test_lpips_gradients_reach_input(lpips_alex):
 
 def test_lpips_bad_input(lpips_alex, tmp_path):
     from evals import lpips
-    with pytest.raises(ValueError, match='same-shape'):
-        lpips_alex(torch.rand(1, 3, 32, 32), torch.rand(2, 3, 32, 32))
-    with pytest.raises(ValueError, match='at least 21 px'):
-        lpips_alex(torch.rand(1, 3, 16, 16), torch.rand(1, 3, 16, 16))
-    with pytest.raises(ValueError, match='1 or 3'):
-        lpips_alex(torch.rand(1, 2, 32, 32), torch.rand(1, 2, 32, 32))
+    for shape_a, shape_b, message in (((1, 3, 32, 32), (2, 3, 32, 32), 'same-shape'),
+                                      ((1, 3, 16, 16), (1, 3, 16, 16), 'at least 21 px'),
+                                      ((1, 2, 32, 32), (1, 2, 32, 32), '1 or 3')):
+        with pytest.raises(ValueError, match=message):
+            lpips_alex(torch.rand(shape_a), torch.rand(shape_b))
     (tmp_path / 'w.pth').write_bytes(b'garbage')
     with pytest.raises(ValueError, match='cannot read LPIPS weights'):
         lpips.LPIPS('alex', weights_path=str(tmp_path / 'w.pth'))

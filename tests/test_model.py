@@ -2,9 +2,10 @@
 import pytest
 import torch
 
+from conftest import random_tokens
 from model import (PAD_GROUP, ModelConfig, Transformer, dense_mask, load_checkpoint, open_pairs, patchify,
                    save_checkpoint, unpatchify)
-from objectives import conditioning_sets, groups_from_sizes, make_batch, target_positions
+from objectives import Objective, conditioning_sets, groups_from_sizes, target_positions
 
 S = 11
 OBJECTIVES = [
@@ -34,9 +35,7 @@ def tiny_model(kind='tokens', backend='sdpa', seed=0):
 
 
 def token_batch(B=3, seed=0):
-    x = torch.randint(0, 63, (B, S), generator=torch.Generator().manual_seed(seed))
-    x[:, 0] = 63
-    return x
+    return random_tokens(B, S, 64, seed)
 
 
 def image_sequence(B=3, seed=0):
@@ -108,13 +107,13 @@ def test_no_leakage(objective, options, backend, kind):
     model = tiny_model(kind, backend)
     x = token_batch() if kind == 'tokens' else image_sequence()
     seq_len = x.shape[1]
-    batch = make_batch(objective, x, torch.Generator().manual_seed(7), **options)
+    batch = Objective(objective, **options).batch(x, torch.Generator().manual_seed(7))
     with torch.no_grad():
         base, _ = model(**batch)
     sets = conditioning_sets(batch)
     positions = target_positions(batch)
     for q in range(1, seq_len):
-        moved = make_batch(objective, perturbed(x, q, kind, q), torch.Generator().manual_seed(7), **options)
+        moved = Objective(objective, **options).batch(perturbed(x, q, kind, q), torch.Generator().manual_seed(7))
         with torch.no_grad():
             preds, _ = model(**moved)
         change = (preds - base).abs().flatten(2).amax(-1)
@@ -134,7 +133,7 @@ def test_no_leakage(objective, options, backend, kind):
 def test_flex_equals_sdpa(objective, options):
     sdpa, flex = tiny_model('tokens', 'sdpa'), tiny_model('tokens', 'flex')
     flex.load_state_dict(sdpa.state_dict())
-    batch = make_batch(objective, token_batch(B=4), torch.Generator().manual_seed(3), **options)
+    batch = Objective(objective, **options).batch(token_batch(B=4), torch.Generator().manual_seed(3))
     with torch.no_grad():
         a, loss_a = sdpa(**batch)
         b, loss_b = flex(**batch)
@@ -143,7 +142,7 @@ def test_flex_equals_sdpa(objective, options):
 
 def test_causal_kernel_equals_dense_mask():
     model = tiny_model()
-    batch = make_batch('ar', token_batch(), torch.Generator())
+    batch = Objective('ar').batch(token_batch(), torch.Generator())
     with torch.no_grad():
         fast, _ = model(**batch)
         dense, _ = model(**{**batch, 'causal': False})
@@ -157,7 +156,7 @@ def test_causal_kernel_equals_dense_mask():
 def test_finite_loss_and_gradients(objective, options, kind):
     model = tiny_model(kind).train()
     x = token_batch() if kind == 'tokens' else image_sequence()
-    batch = make_batch(objective, x, torch.Generator().manual_seed(0), **options)
+    batch = Objective(objective, **options).batch(x, torch.Generator().manual_seed(0))
     preds, loss = model(**batch)
     loss.backward()
     assert torch.isfinite(preds).all() and torch.isfinite(loss)
@@ -213,7 +212,7 @@ def test_checkpoint_roundtrip_and_errors(tmp_path):
     path = tmp_path / 'ckpt.pt'
     save_checkpoint({'model': model.state_dict(), 'model_config': asdict(model.config)}, path)
     loaded, _ = load_checkpoint(path)
-    batch = make_batch('ar', token_batch(), torch.Generator())
+    batch = Objective('ar').batch(token_batch(), torch.Generator())
     with torch.no_grad():
         assert torch.equal(loaded(**batch)[0], model(**batch)[0])
     with pytest.raises(ValueError, match='does not exist'):
@@ -231,4 +230,4 @@ def test_vocab_mismatch_is_one_clear_error():
     x = token_batch()
     x[0, 3] = 1000
     with pytest.raises(ValueError, match='vocab'):
-        model(**make_batch('ar', x, torch.Generator()))
+        model(**Objective('ar').batch(x, torch.Generator()))

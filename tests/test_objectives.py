@@ -6,17 +6,15 @@ import pytest
 import torch
 
 import objectives
-from conftest import run_in_process
-from objectives import (PAD_GROUP, Kind, Objective, conditioning_sets, dar_sizes, gvp_sizes, make_batch, masked_count,
+from conftest import random_tokens, run_in_process
+from objectives import (PAD_GROUP, Kind, Objective, conditioning_sets, dar_sizes, gvp_sizes, masked_count,
                         masked_sizes, prefix_batch, target_positions, visiting_order)
 
 S = 13  # BOS + 12 positions
 
 
 def tokens(B=4, seed=0):
-    x = torch.randint(0, 50, (B, S), generator=torch.Generator().manual_seed(seed))
-    x[:, 0] = 99
-    return x
+    return random_tokens(B, S, 100, seed)
 
 
 def sets_by_position(batch):
@@ -33,7 +31,7 @@ def sets_by_position(batch):
 # conditioning sets (SPEC §1 table)
 
 def test_ar_conditions_on_the_prefix():
-    sets = sets_by_position(make_batch('ar', tokens(), torch.Generator().manual_seed(0)))
+    sets = sets_by_position(Objective('ar').batch(tokens(), torch.Generator().manual_seed(0)))
     assert len(sets) == 4 * (S - 1)
     for (b, p), cond in sets.items():
         assert cond == set(range(p))
@@ -42,15 +40,15 @@ def test_ar_conditions_on_the_prefix():
 @pytest.mark.parametrize('seed', range(5))
 def test_dar_t1_equals_ar_exactly(seed):
     x = tokens()
-    ar = sets_by_position(make_batch('ar', x, torch.Generator().manual_seed(seed)))
-    dar = sets_by_position(make_batch('dar', x, torch.Generator().manual_seed(seed), t=1))
+    ar = sets_by_position(Objective('ar').batch(x, torch.Generator().manual_seed(seed)))
+    dar = sets_by_position(Objective('dar', t=1).batch(x, torch.Generator().manual_seed(seed)))
     assert ar == dar
 
 
 @pytest.mark.parametrize('t', [2, 3, 4])
 def test_dar_groups_follow_eq3(t):
     """Every token is a target; it sees everything before its group; |G_1| in 1..t, later groups t."""
-    sets = sets_by_position(make_batch('dar', tokens(B=16), torch.Generator().manual_seed(t), t=t))
+    sets = sets_by_position(Objective('dar', t=t).batch(tokens(B=16), torch.Generator().manual_seed(t)))
     for b in range(16):
         starts = sorted({max(sets[(b, p)]) + 1 for p in range(1, S)})
         assert starts[0] == 1 and 1 <= starts[1] - 1 <= t
@@ -65,7 +63,7 @@ def test_dar_groups_follow_eq3(t):
 @pytest.mark.parametrize('two_stream', [False, True])
 def test_masked_conditions_on_exactly_the_visible(objective, ratio, two_stream):
     x = tokens(B=8)
-    batch = make_batch(objective, x, torch.Generator().manual_seed(1), mask_ratio=ratio, two_stream=two_stream)
+    batch = Objective(objective, mask_ratio=ratio, two_stream=two_stream).batch(x, torch.Generator().manual_seed(1))
     sets = sets_by_position(batch)
     for b in range(8):
         targets = {p for (bb, p) in sets if bb == b}
@@ -79,7 +77,7 @@ def test_masked_conditions_on_exactly_the_visible(objective, ratio, two_stream):
 
 def test_two_stream_masked_content_holds_no_masked_token():
     """MAE-LM's point: no [MASK] (and no masked token) ever enters the content stream."""
-    batch = make_batch('vm', tokens(B=8), torch.Generator().manual_seed(2), two_stream=True)
+    batch = Objective('vm', two_stream=True).batch(tokens(B=8), torch.Generator().manual_seed(2))
     assert batch['content_masked'] is None
     for b in range(8):
         real = batch['content_groups'][b] < PAD_GROUP
@@ -90,7 +88,7 @@ def test_two_stream_masked_content_holds_no_masked_token():
 
 
 def test_gvp_sets_are_nested_along_a_random_order():
-    batch = make_batch('gvp', tokens(B=6), torch.Generator().manual_seed(3), n_groups=4)
+    batch = Objective('gvp', n_groups=4).batch(tokens(B=6), torch.Generator().manual_seed(3))
     sets = sets_by_position(batch)
     for b in range(6):
         chains = sorted({frozenset(c) for (bb, _), c in sets.items() if bb == b}, key=len)
@@ -171,7 +169,8 @@ def test_masked_counts_fit_their_static_widths_at_rounding_ties(two_stream):
     for L, rho in cases:
         x = torch.randint(0, 50, (3, L + 1), generator=torch.Generator().manual_seed(L))
         for objective, ratio in (('mlm', rho), ('vm', (max(0.01, rho - 0.1), rho)), ('vm', (rho, min(0.99, rho + 0.1)))):
-            batch = make_batch(objective, x, torch.Generator().manual_seed(0), mask_ratio=ratio, two_stream=two_stream)
+            objective_value = Objective(objective, mask_ratio=ratio, two_stream=two_stream)
+            batch = objective_value.batch(x, torch.Generator().manual_seed(0))
             n_masked = batch['valid'].sum(dim=1)
             if objective == 'mlm':
                 assert (n_masked == masked_count(rho, L)).all(), (L, rho)
@@ -181,15 +180,13 @@ def test_masked_counts_fit_their_static_widths_at_rounding_ties(two_stream):
 def test_bert_random_tokens_are_ordinary_tokens():
     """BERT's 10% random replacements never put BOS (or a padding id) into the text (issue 13.6)."""
     bos = 50256
-    x = torch.randint(0, bos, (64, 129), generator=torch.Generator().manual_seed(0))
-    x[:, 0] = bos
-    batch = make_batch('mlm', x, torch.Generator().manual_seed(1), mask_ratio=0.5, bert_replace=True,
-                       ordinary_tokens=bos)
+    x = random_tokens(64, 129, bos + 1)
+    batch = Objective('mlm', mask_ratio=0.5, bert_replace=True).batch(x, torch.Generator().manual_seed(1), bos)
     changed = batch['content'] != x
     assert changed.sum() > 200  # about 64 * 64 * 0.1 random replacements happened
     assert (batch['content'][:, 1:] < bos).all()
-    small = make_batch('mlm', x % 3, torch.Generator().manual_seed(1), mask_ratio=0.5, bert_replace=True,
-                       ordinary_tokens=3)  # a 3-token vocabulary: every replacement is 0, 1 or 2
+    # a 3-token vocabulary: every replacement is 0, 1 or 2
+    small = Objective('mlm', mask_ratio=0.5, bert_replace=True).batch(x % 3, torch.Generator().manual_seed(1), 3)
     assert set(small['content'][:, 1:].unique().tolist()) <= {0, 1, 2}
 
 
@@ -236,12 +233,12 @@ def test_gvp_segmentations(segmentation):
 ])
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        make_batch(kwargs.pop('objective'), tokens(), torch.Generator().manual_seed(0), **kwargs)
+        Objective(kwargs.pop('objective'), **kwargs).batch(tokens(), torch.Generator().manual_seed(0))
 
 
 def test_sequence_too_short():
     with pytest.raises(ValueError, match='block_size'):
-        make_batch('dar', tokens()[:, :2], torch.Generator().manual_seed(0))
+        Objective('dar').batch(tokens()[:, :2], torch.Generator().manual_seed(0))
 
 
 @pytest.mark.parametrize('objective,options', [('ar', {}), ('ar', dict(two_stream=True)), ('dar', dict(t=3)),
@@ -249,7 +246,7 @@ def test_sequence_too_short():
                                                ('vm', dict(two_stream=True)), ('gvp', dict(n_groups=3))])
 def test_targets_are_the_tokens_at_their_positions(objective, options):
     x = tokens(B=5)
-    batch = make_batch(objective, x, torch.Generator().manual_seed(4), **options)
+    batch = Objective(objective, **options).batch(x, torch.Generator().manual_seed(4))
     expected = torch.gather(x, 1, target_positions(batch))
     assert torch.equal(batch['targets'][batch['valid']], expected[batch['valid']])
 
@@ -257,9 +254,9 @@ def test_targets_are_the_tokens_at_their_positions(objective, options):
 @pytest.mark.parametrize('two_stream', [False, True])
 def test_vm_batches_have_static_shapes(two_stream):
     """Whatever rho each sequence draws, every batch has the same shapes (torch.compile never recompiles)."""
-    shapes = {tuple((k, tuple(v.shape)) for k, v in make_batch('vm', tokens(B=8, seed=s), torch.Generator().manual_seed(s),
-                                                                two_stream=two_stream).items() if torch.is_tensor(v))
-              for s in range(20)}
+    vm = Objective('vm', two_stream=two_stream)
+    shapes = {tuple((k, tuple(v.shape)) for k, v in vm.batch(tokens(B=8, seed=s), torch.Generator().manual_seed(s)).items()
+                    if torch.is_tensor(v)) for s in range(20)}
     assert len(shapes) == 1
 
 # -----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import theory
+from data.text import BOS
 
 # -----------------------------------------------------------------------------
 # Thm 4.2: closed forms, to 1e-9, over every singular value
@@ -232,7 +233,7 @@ def test_checkpoint_commands(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert 'bidirectional attention, mean pooling' in lines[0] and 'causal attention, last pooling' in lines[1]
     windows = theory.text_windows(data_dir, 9, 40)
-    assert windows.shape == (40, 9) and np.all(windows[:, 0] == theory.BOS)
+    assert windows.shape == (40, 9) and np.all(windows[:, 0] == BOS)
     content = torch.as_tensor(windows)
     causal = torch.arange(9).expand(40, 9)
     with open(out / 'connectivity.csv') as f:
@@ -273,7 +274,7 @@ def test_checkpoint_commands(tmp_path, capsys):
 def windows_differing_last(seed=0, n=6, length=33):
     """Two (n, length) id batches, BOS first, equal except for the last token."""
     rng = np.random.default_rng(seed)
-    windows = np.concatenate([np.full((n, 1), theory.BOS), rng.integers(0, 50000, (n, length - 1))], axis=1)
+    windows = np.concatenate([np.full((n, 1), BOS), rng.integers(0, 50000, (n, length - 1))], axis=1)
     changed = windows.copy()
     changed[:, -1] = (changed[:, -1] + 1 + rng.integers(0, 1000, n)) % 50000
     return windows, changed

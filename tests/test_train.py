@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, run_script, script_error, write_corpus
+from conftest import ROOT, one_error_line, run_script, script_error, write_corpus
 from model import load_checkpoint, read_checkpoint, save_checkpoint
 
 TINY = ['--n_layer=2', '--n_head=2', '--n_embd=32', '--block_size=33', '--batch_size=4', '--eval_iters=2',
@@ -135,18 +135,11 @@ def test_ar_on_shakespeare_beats_the_unigram_entropy(tmp_path):
 # -----------------------------------------------------------------------------
 # bad input: one line on stderr, non-zero exit, nothing half-written
 
-def one_line_failure(result, match):
-    lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
-    assert result.returncode != 0
-    assert len(lines) == 1, result.stderr
-    assert match in lines[0], lines[0]
-
-
 def test_config_errors(tmp_path, tiny_corpus):
-    one_line_failure(train(tmp_path, tiny_corpus, '--n_layers=2'), "unknown config key 'n_layers'")
-    one_line_failure(train(tmp_path, tiny_corpus, '--n_layer=two'), "'n_layer' must be int")
-    one_line_failure(train(tmp_path, tiny_corpus, 'config/nope.py'), 'config file config/nope.py not found')
-    one_line_failure(train(tmp_path, tiny_corpus, '--objective=bart'), 'unknown objective')
+    one_error_line(train(tmp_path, tiny_corpus, '--n_layers=2'), "unknown config key 'n_layers'")
+    one_error_line(train(tmp_path, tiny_corpus, '--n_layer=two'), "'n_layer' must be int")
+    one_error_line(train(tmp_path, tiny_corpus, 'config/nope.py'), 'config file config/nope.py not found')
+    one_error_line(train(tmp_path, tiny_corpus, '--objective=bart'), 'unknown objective')
 
 
 @pytest.mark.parametrize('flag,match', [
@@ -167,14 +160,14 @@ def test_out_of_range_values_stop_up_front(tmp_path, tiny_corpus, flag, match):
 
 
 def test_an_out_of_range_value_is_one_line_for_the_user(tmp_path, tiny_corpus):
-    one_line_failure(train(tmp_path / 'out', tiny_corpus, '--batch_size=0'), "'batch_size' must lie in [1, inf)")
+    one_error_line(train(tmp_path / 'out', tiny_corpus, '--batch_size=0'), "'batch_size' must lie in [1, inf)")
     assert not os.path.exists(tmp_path / 'out')
 
 
 def test_objective_settings_stop_up_front(tmp_path, tiny_corpus):
     """vm's config holds a tuple, so --mask_ratio=1.5 arrives as (1.5,): still one line naming the key."""
     common = [f'--dataset={tiny_corpus}', f'--out_dir={tmp_path / "out"}', *TINY]
-    one_line_failure(run_script('train.py', 'config/vm_shakespeare.py', *common, '--mask_ratio=1.5'),
+    one_error_line(run_script('train.py', 'config/vm_shakespeare.py', *common, '--mask_ratio=1.5'),
                      'mask_ratio must be one ratio in (0, 1) or a range')
     for args, match in [(['config/vm_shakespeare.py', '--mask_ratio=(0.3,0.1)'], 'low <= high'),
                         (['--objective=gvp', '--n_groups=40'], 'n_groups'),
@@ -187,7 +180,7 @@ def test_a_step_that_cannot_fit_stops_before_allocating(tmp_path, tiny_corpus):
     """block_size=100000 on a CPU: the GPT-2 logits alone are 16 x 100000 x 50304 floats; refuse with one line."""
     corpus = write_corpus(tmp_path / 'long', np.arange(250_000) % 40, np.arange(150_000) % 40)
     result = train(tmp_path / 'out', corpus, '--block_size=100000', '--batch_size=16', '--n_embd=32')
-    one_line_failure(result, 'needs at least')
+    one_error_line(result, 'needs at least')
     assert 'GiB' in result.stderr and 'lower block_size or batch_size' in result.stderr
 
 
@@ -196,7 +189,7 @@ def test_a_new_run_never_touches_an_old_one(tmp_path, tiny_corpus):
     assert train(out, tiny_corpus, '--max_iters=4', '--eval_interval=2').returncode == 0
     before = {name: (out / name).read_bytes() for name in os.listdir(out)}
     assert {'ckpt_last.pt', 'ckpt_best.pt', 'log.jsonl', 'loss.csv', 'loss.png'} <= set(before)
-    one_line_failure(train(out, tiny_corpus, '--max_iters=1'), 'already holds a run')
+    one_error_line(train(out, tiny_corpus, '--max_iters=1'), 'already holds a run')
     assert 'already holds a run' in script_error('train.py', f'--dataset={tiny_corpus}', f'--out_dir={out}', *TINY,
                                                  '--max_iters=8', '--objective=dar')
     assert {name: (out / name).read_bytes() for name in os.listdir(out)} == before
@@ -254,28 +247,28 @@ def test_ctrl_c_saves_like_sigterm(tmp_path, tiny_corpus):
 
 
 def test_data_errors(tmp_path, tiny_corpus):
-    one_line_failure(train(tmp_path, str(tmp_path / 'nowhere' / 'corpus')), 'prepare')
+    one_error_line(train(tmp_path, str(tmp_path / 'nowhere' / 'corpus')), 'prepare')
     empty = tmp_path / 'empty'
     shutil.copytree(tiny_corpus, empty)
     open(empty / 'train.bin', 'wb').close()
-    one_line_failure(train(tmp_path, str(empty)), 'empty')
+    one_error_line(train(tmp_path, str(empty)), 'empty')
     other_vocab = tmp_path / 'other_vocab'
     shutil.copytree(tiny_corpus, other_vocab)
     meta = json.load(open(other_vocab / 'meta.json'))
     json.dump({**meta, 'vocab_size': 32000}, open(other_vocab / 'meta.json', 'w'))
-    one_line_failure(train(tmp_path, str(other_vocab)), 'vocab mismatch')
+    one_error_line(train(tmp_path, str(other_vocab)), 'vocab mismatch')
     short = write_corpus(tmp_path / 'short', np.arange(100), np.arange(20))
-    one_line_failure(train(tmp_path, short), 'fewer than block_size')
+    one_error_line(train(tmp_path, short), 'fewer than block_size')
     assert not os.path.exists(tmp_path / 'ckpt_last.pt')
 
 
 def test_checkpoint_errors(tmp_path, tiny_corpus):
     out = tmp_path / 'out'
     assert train(out, tiny_corpus, '--max_iters=2', '--eval_interval=2').returncode == 0
-    one_line_failure(train(out, tiny_corpus, '--n_embd=64', '--max_iters=4', '--init_from=resume'), 'another architecture')
+    one_error_line(train(out, tiny_corpus, '--n_embd=64', '--max_iters=4', '--init_from=resume'), 'another architecture')
     before = (out / 'ckpt_last.pt').read_bytes()
     (out / 'ckpt_last.pt').write_bytes(before[:len(before) // 2])
-    one_line_failure(train(out, tiny_corpus, '--max_iters=4', '--init_from=resume'), 'corrupt')
+    one_error_line(train(out, tiny_corpus, '--max_iters=4', '--init_from=resume'), 'corrupt')
 
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_corpus):
@@ -284,7 +277,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_corpus
     good = read_checkpoint(out / 'ckpt_last.pt')
     result = train(out, tiny_corpus, '--max_iters=40', '--eval_interval=40', '--init_from=resume',
                    '--learning_rate=1e30', '--grad_clip=0.0', '--warmup_iters=0')
-    one_line_failure(result, 'loss is nan')
+    one_error_line(result, 'loss is nan')
     kept = read_checkpoint(out / 'ckpt_last.pt')
     assert kept['iter'] == good['iter'] == 2
     assert all(torch.isfinite(v).all() for v in kept['model'].values())

@@ -11,13 +11,12 @@ contains 'validation' go to val.bin, every other shard to train.bin (left out wh
 --max_docs caps the documents read per split (0 = all; a validation shard holds ~45K).
 """
 
-import itertools
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.text import`
 
-from data.text import download, expand_inputs, parse_overrides, read_documents, run_main, write_corpus
+from data.text import documents, input_paths, parse_overrides, run_main, write_corpus
 
 HERE = Path(__file__).resolve().parent
 DEFAULTS = {
@@ -30,26 +29,17 @@ DEFAULTS = {
 }
 
 
-def capped_documents(paths, config):
-    docs = (doc for doc in read_documents(paths, config["text_field"]) if doc.strip())
-    return itertools.islice(docs, config["max_docs"]) if config["max_docs"] else docs
-
-
 def main(argv=None):
     config = parse_overrides(DEFAULTS, argv)
-    paths = expand_inputs(config["input"]) if config["input"] else []
-    paths += [download(url, config["raw_dir"]) for url in config["url"].split(",") if url.strip()]
-    if not paths:
-        raise SystemExit("no input: pass --input=PATH_TO/c4-validation.00000-of-00008.json.gz "
-                         "(comma-separated, globs allowed) or --url=URL")
+    paths = input_paths(config, "c4-validation.00000-of-00008.json.gz")
     if config["max_docs"] < 0:
         raise SystemExit("--max_docs must be >= 0")
     val_paths = [path for path in paths if "validation" in path.name]
     train_paths = [path for path in paths if "validation" not in path.name]
     source = (f"C4 en: train {[p.name for p in train_paths]}, val {[p.name for p in val_paths]}; "
               f"max_docs={config['max_docs']} per split")
-    return write_corpus(config["out_dir"], capped_documents(train_paths, config),
-                        capped_documents(val_paths, config), source=source)
+    return write_corpus(config["out_dir"], documents(train_paths, config["text_field"], config["max_docs"]),
+                        documents(val_paths, config["text_field"], config["max_docs"]), source=source)
 
 
 if __name__ == "__main__":

@@ -11,13 +11,12 @@ during the pretraining process" (Sec. 6): the last --val_tail_docs documents rea
 after the --max_docs cap) become val.bin and never enter train.bin.
 """
 
-import itertools
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.text import`
 
-from data.text import download, expand_inputs, hold_out_tail, parse_overrides, read_documents, run_main, write_corpus
+from data.text import documents, hold_out_tail, input_paths, parse_overrides, run_main, write_corpus
 
 HERE = Path(__file__).resolve().parent
 DEFAULTS = {
@@ -33,16 +32,10 @@ DEFAULTS = {
 
 def main(argv=None):
     config = parse_overrides(DEFAULTS, argv)
-    paths = expand_inputs(config["input"]) if config["input"] else []
-    paths += [download(url, config["raw_dir"]) for url in config["url"].split(",") if url.strip()]
-    if not paths:
-        raise SystemExit("no input: pass --input=PATH_TO/00.jsonl.zst (comma-separated, globs allowed) or --url=URL")
+    paths = input_paths(config, "00.jsonl.zst")
     if config["val_tail_docs"] < 0 or config["max_docs"] < 0:
         raise SystemExit("--val_tail_docs and --max_docs must be >= 0")
-    docs = (doc for doc in read_documents(paths, config["text_field"]) if doc.strip())
-    if config["max_docs"]:
-        docs = itertools.islice(docs, config["max_docs"])
-    train, val = hold_out_tail(docs, config["val_tail_docs"])
+    train, val = hold_out_tail(documents(paths, config["text_field"], config["max_docs"]), config["val_tail_docs"])
     source = (f"The Pile: {', '.join(p.name for p in paths)}; max_docs={config['max_docs']}; "
               f"val = the last {config['val_tail_docs']} documents")
     return write_corpus(config["out_dir"], train, val, source=source)
