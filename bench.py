@@ -12,6 +12,7 @@ Variants (objectives.Objective.batch builds each batch; the model turns its grou
   dar   t = 2, two-stream: content rows + one query row per target, K/V from the content stream only
   vm2s  vm rho ~ U[0.15, 0.30], two-stream: content rows = visible tokens only, query rows = masked targets only
   mlm   rho = 0.15, one-stream BERT (bidirectional, [MASK] in the input)
+  ar_bytes  ar with the byte-level head (320 outputs instead of GPT-2's 50304): what the CPU-scale configs train
 Writes out_dir/bench.json (every number), bench.csv (one row per run) and bench.md (the tables, for the README).
 """
 import gc
@@ -31,14 +32,14 @@ from tqdm import tqdm
 
 from configurator import (UsageError, atomic_write, check_ranges, configure, one_line_errors, pick_compile,
                           setup_processes)
-from data.text import BOS
+from data.text import TOKENIZERS, model_vocab_size
 from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask, open_pairs, peak_flops
 from objectives import Objective, to_device
 
 # -----------------------------------------------------------------------------
 # default config: a 4 x 256 model that a 2-core CPU benchmarks in a few minutes
 out_dir = 'out-bench'
-variants = ('ar', 'dar', 'vm2s', 'mlm')
+variants = ('ar', 'dar', 'vm2s', 'mlm', 'ar_bytes')
 backends = ('sdpa', 'flex')   # 'sdpa' = dense boolean mask (causal kernel for ar); 'flex' = block-sparse FlexAttention
 n_layer = 4
 n_head = 4
@@ -70,12 +71,14 @@ VM2S_OVER_AR_MAX = 1.15        # content stream over visible tokens only, query 
 FLEX_ATTN_SPEEDUP_MIN = 1.7    # GPU: block-sparse dar attention fwd+bwd vs dense-mask SDPA at S = 1024
 FLEX_MEMORY_SLOPE_MAX = 1.25   # GPU: d log(activation memory) / d log(S) on the flex path: ~1 linear, ~2 quadratic
 MFU_AR_MIN, MFU_DAR_MIN = 0.45, 0.40  # GPT-2 124M, S = 1024, bf16, one H100
+BYTES_OVER_AR_MAX = 0.2        # CPU, 4 x 128: the GPT-2 head is most of a small model's step (issue 15: >= 5x)
 
-VARIANTS = {
-    'ar': Objective('ar'),
-    'dar': Objective('dar', t=2),
-    'vm2s': Objective('vm', mask_ratio=(0.15, 0.30), two_stream=True),
-    'mlm': Objective('mlm', mask_ratio=0.15),
+VARIANTS = {  # name -> (objective, tokenizer)
+    'ar': (Objective('ar'), 'gpt2'),
+    'dar': (Objective('dar', t=2), 'gpt2'),
+    'vm2s': (Objective('vm', mask_ratio=(0.15, 0.30), two_stream=True), 'gpt2'),
+    'mlm': (Objective('mlm', mask_ratio=0.15), 'gpt2'),
+    'ar_bytes': (Objective('ar'), 'bytes'),
 }
 
 # -----------------------------------------------------------------------------
@@ -118,20 +121,23 @@ torch._dynamo.config.recompile_limit = 64
 
 # -----------------------------------------------------------------------------
 # building blocks: model, fixed batch, one step, a timer, a memory probe
-def build_model(S, backend, on=None):
+def build_model(S, backend, on=None, tokenizer='gpt2'):
     torch.manual_seed(seed)  # same weights for every variant at the same S
-    model_config = ModelConfig(input_kind='tokens', block_size=S, n_layer=n_layer, n_head=n_head, n_embd=n_embd,
-                               mlp=mlp, bias=bias, dropout=dropout, attn_backend=backend)
+    model_config = ModelConfig(input_kind='tokens', tokenizer=tokenizer, vocab_size=model_vocab_size(tokenizer),
+                               block_size=S, n_layer=n_layer, n_head=n_head, n_embd=n_embd, mlp=mlp, bias=bias,
+                               dropout=dropout, attn_backend=backend)
     with torch.device(on or device):
         return Transformer(model_config)
 
 def fixed_batch(variant, S, B):
     """One batch of random tokens per (variant, S), reused every step (nanoGPT's synthetic-data bench): its
     shapes stay static, so compiled code never recompiles mid-timing, and data loading is not timed."""
+    objective, tokenizer = VARIANTS[variant]
+    bos = TOKENIZERS[tokenizer][1]
     generator = torch.Generator().manual_seed(seed + S)
-    x = torch.randint(0, BOS, (B, S), generator=generator)
-    x[:, 0] = BOS
-    return VARIANTS[variant].batch(x, generator, BOS)
+    x = torch.randint(0, bos, (B, S), generator=generator)
+    x[:, 0] = bos
+    return objective.batch(x, generator, bos)
 
 def step_flops(model, batch):
     """Forward+backward FLOPs of the batch, attention counted by the mask's open pairs (SPEC §5), not as dense.
@@ -246,7 +252,7 @@ def run_speed(S, mode, run_backends):
     for variant in variants:
         for backend in run_backends:
             batch_cpu = fixed_batch(variant, S, B)
-            raw_model = build_model(S, backend)
+            raw_model = build_model(S, backend, tokenizer=VARIANTS[variant][1])
             batch = to_device(batch_cpu, device)
             fn, optimizer = make_step(torch.compile(raw_model) if compile else raw_model, batch, mode)
             entries.append(dict(variant=variant, backend=backend, fn=fn, flops=step_flops(raw_model, batch_cpu),
@@ -255,8 +261,9 @@ def run_speed(S, mode, run_backends):
     rows = []
     for e, ms in zip(entries, times):
         peak = resident_bytes(e['model'], e['optimizer'], e['batch']) + step_memory(e['fn'])
-        rows.append(dict(variant=e['variant'], objective=VARIANTS[e['variant']].name,
-                         two_stream=VARIANTS[e['variant']].two_stream, backend=e['backend'], mode=mode,
+        objective, tokenizer = VARIANTS[e['variant']]
+        rows.append(dict(variant=e['variant'], objective=objective.name, two_stream=objective.two_stream,
+                         tokenizer=tokenizer, backend=e['backend'], mode=mode,
                          seq_len=S, batch_size=B, ms_per_step=ms, tokens_per_s=B * S / (ms / 1e3),
                          peak_mem_mb=peak / 2 ** 20, flops_per_step=e['flops'], tflops=e['flops'] / (ms / 1e3) / 1e12,
                          mfu=e['flops'] / (ms / 1e3) / device_peak if device_peak else None))
@@ -364,6 +371,8 @@ targets = [
            f"S={top}, {device_type}"),
     target('vm2s step / ar step', VM2S_OVER_AR_MAX, ratios.get('vm2s/ar', {}).get(top), True, 'lower',
            f"S={top}, {device_type}"),
+    target('byte-level ar step / GPT-2-head ar step', BYTES_OVER_AR_MAX, ratios.get('ar_bytes/ar', {}).get(top),
+           not on_gpu, 'lower', f"S={top}, {device_type}, {n_layer} x {n_embd}"),
     target('flex / dense-SDPA dar attention fwd+bwd speedup', FLEX_ATTN_SPEEDUP_MIN, attention['speedup'],
            on_gpu and attention['seq_len'] == 1024, 'higher',
            f"S={attention['seq_len']}, {attention['mode']}, {device_type}"),

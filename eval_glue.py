@@ -24,7 +24,7 @@ from data import glue_tasks
 from evals.finetune import (STYLES, Classifier, encode_rows, fit_least_squares, fit_logistic, join_pair,
                            length_batches, pad_batch, resolve_pooling, standardize, task_loss,
                            to_predictions)
-from data.text import get_tokenizer
+from data.text import TOKENIZERS, get_tokenizer
 from evals.plot import write_csv
 from model import load_checkpoint, lr_at, read_checkpoint
 from objectives import Objective
@@ -114,11 +114,12 @@ for task in task_names:
 
 encoded = {}
 
-def examples(task, split, length_cap):
-    """-> (list of id sequences, labels tensor)."""
-    if (task, split) not in encoded:
-        encoded[task, split] = encode_rows(get_tokenizer(), rows[task, split])
-    sequences = [join_pair(a, b, length_cap) for a, b in encoded[task, split]]
+def examples(task, split, info):
+    """-> (list of id sequences, labels tensor), in the tokens of the checkpoint described by info."""
+    key = info['tokenizer'], task, split
+    if key not in encoded:
+        encoded[key] = encode_rows(get_tokenizer(info['tokenizer']), rows[task, split])
+    sequences = [join_pair(a, b, info['length_cap'], TOKENIZERS[info['tokenizer']][1]) for a, b in encoded[key]]
     labels = torch.tensor([row[2] for row in rows[task, split]],
                           dtype=torch.float32 if glue_tasks.get_task(task).is_regression else torch.long)
     return sequences, labels
@@ -133,7 +134,8 @@ for path in ckpt:
     pretraining = Objective.from_checkpoint(saved, path)
     style = pretraining.attention if attention == 'auto' else attention  # how the content stream saw text
     models.append(dict(path=path, objective=pretraining.name, style=style, pooling=resolve_pooling(pooling, style),
-                       length_cap=min(max_len, saved['model_config']['block_size'])))
+                       length_cap=min(max_len, saved['model_config']['block_size']),
+                       tokenizer=saved['model_config'].get('tokenizer', 'gpt2')))
     del saved
 
 # -----------------------------------------------------------------------------
@@ -169,7 +171,7 @@ def finetune(info, task, seed, bar_position):
     torch.manual_seed(seed)  # head init and dropout
     model, _ = load_checkpoint(info['path'], device, attn_backend=attn_backend, dropout=dropout)
     network = Classifier(model, n_outputs, info['pooling'], dropout).to(device)
-    sequences, labels = examples(task, 'train', info['length_cap'])
+    sequences, labels = examples(task, 'train', info)
     optimizer = torch.optim.AdamW(network.parameters(), lr=learning_rate, betas=(beta1, beta2),
                                   weight_decay=weight_decay)
     steps_per_epoch = -(-len(sequences) // batch_size)
@@ -202,7 +204,7 @@ def finetune(info, task, seed, bar_position):
     bar.close()
     dev = {}
     for split in spec.dev_splits:
-        dev_sequences, dev_labels = examples(task, split, info['length_cap'])
+        dev_sequences, dev_labels = examples(task, split, info)
         dev[split] = (to_predictions(pooled_outputs(network, dev_sequences, info), spec.is_regression),
                       dev_labels)
     return score(task, dev)
@@ -213,7 +215,7 @@ def linear_probe(info, task):
     model, _ = load_checkpoint(info['path'], device, attn_backend=attn_backend)
     network = Classifier(model, 1, info['pooling']).to(device)
     splits = ('train',) + spec.dev_splits
-    data = {split: examples(task, split, info['length_cap']) for split in splits}
+    data = {split: examples(task, split, info) for split in splits}
     features = [pooled_outputs(network, data[split][0], info, head=False).to(device, torch.float64) for split in splits]
     features = dict(zip(splits, standardize(*features)))
     dev = {}

@@ -21,9 +21,9 @@ from tqdm import tqdm
 
 from configurator import UsageError, atomic_write, check_ranges, configure, one_line_errors, pick_attn_backend, setup_processes
 from evals.plot import line_plot
-from evals.ppl import (BERT_FUTURES, DEFAULT_BUCKETS, bucket_name, bucket_table, check_buckets,
-                      gather_windows, perplexity, score_windows, window_starts)
-from data.text import BOS, load_tokens, prepare_command, read_meta
+from evals.ppl import (BERT_FUTURES, DEFAULT_BUCKETS, NgramBaselines, bucket_name, bucket_table, check_buckets,
+                       gather_windows, perplexity, score_windows, window_starts)
+from data.text import TOKENIZERS, load_tokens
 from model import load_checkpoint, read_checkpoint
 from objectives import Objective
 
@@ -40,6 +40,8 @@ batch_size = 64             # windows per step
 rows_per_pass = 1024        # target rows per forward pass: bounds the logits (rows x vocab) in memory
 bert_future = 'invisible'   # 'invisible' (default) or 'mask': for one-stream BERT checkpoints, what the positions
                             # after the target are (left out, or present and all [MASK]; see objectives.prefix_batch)
+baseline_dataset = 'auto'   # unigram and bigram floors counted on this corpus's train split; 'auto' = the corpus the
+                            # checkpoints were trained on (skipped if it is not here), '' = none
 out_dir = 'out/eval_ppl'
 device = 'auto'             # 'cpu', 'cuda', 'cuda:1', ... ; auto = cuda if available
 dtype = 'auto'              # bf16 autocast on CUDA, fp32 on CPU
@@ -77,9 +79,14 @@ for i, path in enumerate(ckpt):
     style = pretraining.prefix_style
     runs.append(dict(path=path, name=label, objective=pretraining.name, label=pretraining.label, style=style,
                      bert_future=bert_future if style == 'bert' else None,  # other styles have no such choice
-                     mask_ratio=pretraining.mask_ratio, t=pretraining.t,
+                     mask_ratio=pretraining.mask_ratio, t=pretraining.t, tokenizer=model_config.get('tokenizer', 'gpt2'),
+                     train_dataset=checkpoint.get('config', {}).get('dataset', ''),
                      vocab_size=model_config['vocab_size'], block_size=model_config['block_size']))
     del checkpoint
+tokenizer = runs[0]['tokenizer']
+if any(run['tokenizer'] != tokenizer for run in runs):
+    raise UsageError("the checkpoints read different tokens (" + ', '.join(f"{run['name']}: {run['tokenizer']}"
+                     for run in runs) + "): score each tokenizer's checkpoints in a run of its own")
 if len({run['name'] for run in runs}) < len(runs):  # e.g. ckpt_best.pt and ckpt_last.pt of one out_dir
     for run in runs:
         run['name'] = run['path']
@@ -94,20 +101,30 @@ for run in runs:
 
 # -----------------------------------------------------------------------------
 # data: the same windows for every checkpoint
-data_dir = dataset if os.sep in dataset else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', dataset)
-meta = read_meta(data_dir)
-if meta is not None and meta.get('tokenizer', 'gpt2') != 'gpt2':
-    raise UsageError(f"{data_dir} was tokenised with {meta['tokenizer']!r}, the models use GPT-2's BPE: "
-                     f"rerun `{prepare_command(data_dir)}`")
-tokens = load_tokens(data_dir, split)  # refuses a meta.json with another vocab_size
+def corpus_path(name):
+    return name if os.sep in name else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', name)
+
+data_dir = corpus_path(dataset)
+tokens = load_tokens(data_dir, split, tokenizer)  # a corpus of another tokenizer stops here, with the fix
+bos = TOKENIZERS[tokenizer][1]
 starts = window_starts(len(tokens), block_size, max_tokens)
-largest_id = BOS  # every window starts with it
+largest_id = bos  # every window starts with it
 for first in range(0, len(starts), 4096):
-    largest_id = max(largest_id, int(gather_windows(tokens, starts[first:first + 4096], block_size).max()))
+    largest_id = max(largest_id, int(gather_windows(tokens, starts[first:first + 4096], block_size, bos).max()))
 for run in runs:
     if largest_id >= run['vocab_size']:
         raise UsageError(f"{data_dir} holds token id {largest_id} >= {run['path']}'s vocab_size={run['vocab_size']}: "
                          "the data was tokenised with another vocabulary than the model's")
+# the unigram / bigram floors, counted on (at most the first 20M tokens of) the training text
+baselines, baseline_from = None, baseline_dataset
+if baseline_dataset == 'auto':
+    trained_on = {run['train_dataset'] for run in runs}
+    baseline_from = trained_on.pop() if len(trained_on) == 1 else ''
+    if baseline_from and not os.path.exists(os.path.join(corpus_path(baseline_from), 'train.bin')):
+        baseline_from = ''  # trained elsewhere: no floor rather than a wrong one
+if baseline_from:
+    train_tokens = load_tokens(corpus_path(baseline_from), 'train', tokenizer)
+    baselines = NgramBaselines(train_tokens[:20_000_000], TOKENIZERS[tokenizer][0])
 my_starts = starts[rank::world_size]  # this process's shard of the windows
 n_targets = len(starts) * (block_size - 1)
 if master:
@@ -128,7 +145,7 @@ for run in runs:
     bar = tqdm(total=len(my_starts), desc=run['name'][-30:], unit=' windows', disable=not (master and progress),
                dynamic_ncols=True)
     for first in range(0, len(my_starts), batch_size):
-        windows = gather_windows(tokens, my_starts[first:first + batch_size], block_size)
+        windows = gather_windows(tokens, my_starts[first:first + batch_size], block_size, bos)
         nll = score_windows(model, windows, run['style'], rows_per_pass, autocast,
                             bert_future=run['bert_future'] or 'invisible')
         nll_sum_by_k += nll.double().sum(dim=0).numpy()
@@ -147,6 +164,17 @@ for run in runs:
                tokens_per_sec=total / max(seconds, 1e-9), buckets=bucket_table(nll_sum_by_k, count_by_k, buckets),
                nll_sum_by_k=nll_sum_by_k.tolist(), count_by_k=count_by_k.tolist())
     del model
+if baselines is not None:  # scored like a checkpoint, on the same windows, so they sit in the same table and plot
+    for name in ('unigram', 'bigram'):
+        nll_sum_by_k = sum(baselines.nll(gather_windows(tokens, starts[first:first + 4096], block_size, bos))[name]
+                           .sum(axis=0) for first in range(0, len(starts), 4096))
+        count_by_k = np.full(block_size - 1, len(starts))
+        total_nll = float(nll_sum_by_k.sum())
+        runs.append(dict(path=f"{name} counted on {baseline_from}/train.bin", name=f"({name})", objective=name,
+                         style='counts', bert_future=None, nll=total_nll / count_by_k.sum(),
+                         ppl=perplexity(total_nll, count_by_k.sum()), targets=int(count_by_k.sum()), tokens_per_sec=0,
+                         buckets=bucket_table(nll_sum_by_k, count_by_k, buckets), nll_sum_by_k=nll_sum_by_k.tolist(),
+                         count_by_k=count_by_k.tolist()))
 
 # -----------------------------------------------------------------------------
 # report: table, Fig. 3 plot + CSV, JSON summary (rank 0 only)
@@ -168,7 +196,8 @@ if master:
               title=f"perplexity by conditioning length on {os.path.basename(data_dir)} ({split})",
               xlabel='k+1 (bucket start)', ylabel='ppl', logx=True, logy=True)
     summary = dict(data=data_dir, split=split, block_size=block_size, windows=len(starts), targets=n_targets,
-                   bucket_edges=list(buckets), bert_future=bert_future, device=device, dtype=dtype,
+                   bucket_edges=list(buckets), bert_future=bert_future, tokenizer=tokenizer,
+                   baseline_dataset=baseline_from, device=device, dtype=dtype,
                    world_size=world_size, checkpoints=runs)
     atomic_write(os.path.join(out_dir, 'summary.json'), json.dumps(summary, indent=1))
     print(f"wrote {os.path.join(out_dir, 'ppl_by_k.png')}, ppl_by_k.csv and summary.json")

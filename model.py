@@ -28,8 +28,9 @@ PAD_GROUP = 2 ** 30  # padding rows: no real row ever sees them (and they see ev
 
 @dataclass
 class ModelConfig:
-    input_kind: str = 'tokens'   # 'tokens' (GPT-2 BPE ids) or 'patches' (images)
-    vocab_size: int = 50304      # GPT-2's 50257 padded up to a multiple of 64 (nanoGPT)
+    input_kind: str = 'tokens'   # 'tokens' or 'patches' (images)
+    tokenizer: str = 'gpt2'      # what token ids mean (data/text.py TOKENIZERS): 'gpt2' BPE or 'bytes'
+    vocab_size: int = 50304      # the tokenizer's vocabulary padded up to a multiple of 64 (GPT-2: 50257 -> 50304)
     block_size: int = 128        # longest sequence, conditioning token included
     n_layer: int = 4
     n_head: int = 4

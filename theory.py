@@ -185,17 +185,17 @@ def effective_rank(matrix=None, tau=0.9, gram=None):
     share = np.cumsum(power) / power.sum()
     return int(np.searchsorted(share, tau - 1e-12) + 1)
 
-def text_windows(data_dir, block_size, num_samples):
+def text_windows(data_dir, block_size, num_samples, tokenizer='gpt2'):
     """(N, block_size) ids: BOS then block_size - 1 tokens of <data_dir>/val.bin, evenly spaced windows."""
-    from data.text import BOS, load_tokens
-    data = load_tokens(data_dir, 'val')  # one clear error naming the prepare command if missing or broken
+    from data.text import TOKENIZERS, load_tokens
+    data = load_tokens(data_dir, 'val', tokenizer)  # one clear line if missing, broken or of another tokenizer
     length = block_size - 1
     if len(data) < length:
         raise UsageError(f"{data_dir}/val.bin has {len(data)} tokens, fewer than one window of {length}: "
                          "use more held-out text")
     starts = np.linspace(0, len(data) - length, num_samples).astype(np.int64)
     windows = np.stack([data[i:i + length] for i in starts]).astype(np.int64)
-    return np.concatenate([np.full((num_samples, 1), BOS, np.int64), windows], axis=1)
+    return np.concatenate([np.full((num_samples, 1), TOKENIZERS[tokenizer][1], np.int64), windows], axis=1)
 
 def load_text_model(ckpt_path, device):
     """-> (model, pretraining objectives.Objective): its .attention decides how the checkpoint is read."""
@@ -343,7 +343,7 @@ def run_connectivity(args):
     for ckpt_path in args.ckpt:
         model, pretraining = load_text_model(ckpt_path, args.device)
         style, pooling = pretraining.attention, encoding(pretraining.attention, args.pooling)
-        windows = text_windows(args.data_dir, model.config.block_size, args.num_samples)
+        windows = text_windows(args.data_dir, model.config.block_size, args.num_samples, model.config.tokenizer)
         features = pooled_features(model, windows, style, pooling, args.batch_size, args.device)
         if args.cosine:
             features = features / np.linalg.norm(features, axis=1, keepdims=True).clip(1e-12)
@@ -358,7 +358,7 @@ def run_connectivity(args):
 
 def run_effrank(args):
     model, pretraining = load_text_model(args.ckpt, args.device)
-    windows = text_windows(args.data_dir, model.config.block_size, args.num_samples)
+    windows = text_windows(args.data_dir, model.config.block_size, args.num_samples, model.config.tokenizer)
     ranks = layer_ranks(model, windows, pretraining.attention, args.tau, args.mask_ratio, args.seed, args.batch_size,
                         args.device)
     print(f"rank_{args.tau:g} of token representations per layer, {args.ckpt} "

@@ -129,17 +129,20 @@ def new_streams():
 
 streams = new_streams()
 if input_kind == 'tokens':
-    from data.text import BOS, get_batch, load_tokens  # GPT-2 ids below BOS are the text tokens
+    from data.text import TOKENIZERS, corpus_tokenizer, get_batch, load_tokens, model_vocab_size
     data_dir = dataset if os.sep in dataset else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', dataset)
+    tokenizer = corpus_tokenizer(data_dir)  # meta.json says it; the checkpoint keeps it (ModelConfig.tokenizer)
+    bos = TOKENIZERS[tokenizer][1]  # the ids below BOS are the text tokens (bert_replace draws from them)
     splits = {split: load_tokens(data_dir, split) for split in ('train', 'val')}
     for split, tokens in splits.items():
         if len(tokens) < block_size:
             raise UsageError(f"{data_dir}/{split}.bin has {len(tokens)} tokens, fewer than block_size={block_size}: "
                              "use a smaller block_size or a larger corpus")
-    model_args = dict(input_kind='tokens', vocab_size=50304, block_size=block_size)
+    model_args = dict(input_kind='tokens', tokenizer=tokenizer, vocab_size=model_vocab_size(tokenizer),
+                      block_size=block_size)
 
     def sequences(split, generator):
-        return get_batch(os.path.join(data_dir, f'{split}.bin'), batch_size, block_size, generator)
+        return get_batch(os.path.join(data_dir, f'{split}.bin'), batch_size, block_size, generator, bos)
 else:
     from data.images import load_images
     image_sets = {split: load_images(dataset, split) for split in ('train', 'val')}
@@ -155,7 +158,7 @@ else:
         patches = patchify(pixels, patch_size)
         return torch.cat([patches.new_zeros(batch_size, 1, patches.shape[-1]), patches], dim=1)  # CLS slot
 
-ordinary_tokens = BOS if input_kind == 'tokens' else None  # bert_replace's random ids: GPT-2 ids below BOS
+ordinary_tokens = bos if input_kind == 'tokens' else None  # bert_replace's random ids: the ids below BOS
 
 def next_batch(split, generator):
     batch = pretraining.batch(sequences(split, generator), generator, ordinary_tokens)

@@ -1,5 +1,5 @@
 """
-Any text corpus -> GPT-2 tokens (train.bin, val.bin, meta.json) that train.py can read.
+Any text corpus -> GPT-2 tokens, or bytes with --tokenizer=bytes (train.bin, val.bin, meta.json), for train.py.
 
     python data/prepare.py --input=book.txt --out_dir=data/book
     python data/prepare.py --input="shards/*.jsonl.gz,more.jsonl" --out_dir=data/web --val_fraction=0.01
@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywher
 
 from data.text import documents, expand_inputs, hold_out_tail, parse_overrides, run_main, write_corpus
 
-DEFAULTS = {"input": "", "out_dir": "", "val_fraction": 0.05, "text_field": "text"}
+DEFAULTS = {"input": "", "out_dir": "", "val_fraction": 0.05, "text_field": "text", "tokenizer": "gpt2"}
 
 
 def split_text(text, val_fraction):
@@ -46,7 +46,7 @@ def main(argv=None):
         train, val = hold_out_tail(documents(paths, config["text_field"]), n_val)
         print(f"{n_docs:,} documents: the last {n_val:,} are held out for validation")
     source = f"data/prepare.py --input={config['input']} ({len(paths)} files), val_fraction={config['val_fraction']}"
-    return write_corpus(config["out_dir"], train, val, source=source)
+    return write_corpus(config["out_dir"], train, val, source=source, tokenizer=config["tokenizer"])
 
 
 if __name__ == "__main__":

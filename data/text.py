@@ -1,11 +1,12 @@
 """
-Text data: the GPT-2 BPE tokenizer (works offline), prepared corpora, and batches.
+Text data: two tokenizers (GPT-2 BPE, which works offline, and raw UTF-8 bytes), prepared corpora, and batches.
 
-A prepared corpus is a folder data/<name>/ written by `python data/<name>/prepare.py`:
-    train.bin, val.bin (test.bin)   uint16 GPT-2 ids; every document is followed by <|endoftext|>
+A prepared corpus is a folder data/<name>/ written by `python data/<name>/prepare.py` (byte-level: data/<name>_bytes/
+from `python data/<name>/prepare.py --tokenizer=bytes`):
+    train.bin, val.bin (test.bin)   uint16 ids; every document is followed by BOS (GPT-2's <|endoftext|>)
     meta.json                       tokenizer, vocab size, BOS id, token and document counts, source
 Training draws random windows with get_batch(); evaluation walks a split with iter_windows().
-Every window starts with BOS = <|endoftext|> in column 0: the always-visible conditioning token that
+Every window starts with BOS in column 0: the always-visible conditioning token that
 every row of every attention mask may see (SPEC Sec. 1, two-stream attention), so no row is empty.
 """
 
@@ -35,6 +36,9 @@ from configurator import UsageError, atomic_write
 
 BOS = 50256  # GPT-2 <|endoftext|>: conditioning token of every window and separator between documents
 VOCAB_SIZE = 50257
+# name -> (vocabulary size, BOS id). meta.json names a corpus's tokenizer, train.py copies it into the checkpoint
+# (ModelConfig.tokenizer), and every script reads it from there: nobody has to say it twice.
+TOKENIZERS = {"gpt2": (VOCAB_SIZE, BOS), "bytes": (257, 256)}
 DATA_DIR = Path(__file__).resolve().parent
 CACHE_DIR = DATA_DIR / "cache"
 
@@ -90,10 +94,39 @@ def fetch_ranks(dest):
     return dest
 
 
-def get_tokenizer():
-    """The GPT-2 Encoding (cached): the local ranks file first (no network wait), then tiktoken's own
+class ByteTokenizer:
+    """UTF-8 bytes as ids 0..255, BOS = 256: every string round-trips, and the output head is 257 wide instead of
+    50257, which on a CPU is most of a small model's compute (nanoGPT's character-level Shakespeare, in bytes).
+    tiktoken's method names, so code that tokenises never asks which tokenizer it holds."""
+    name, n_vocab, eot_token = "bytes", 257, 256
+
+    def encode_ordinary(self, text):
+        return list(text.encode("utf-8"))
+
+    def encode_ordinary_batch(self, texts, num_threads=1):
+        return [self.encode_ordinary(text) for text in texts]
+
+    def decode(self, ids):
+        return bytes(i for i in ids if i < 256).decode("utf-8", errors="replace")
+
+
+def check_tokenizer(name):
+    if name not in TOKENIZERS:
+        raise UsageError(f"unknown tokenizer {name!r}: choose one of {', '.join(TOKENIZERS)}")
+    return name
+
+
+def model_vocab_size(name):
+    """The model's embedding rows for a tokenizer: its vocabulary padded up to a multiple of 64 (nanoGPT)."""
+    return -(-TOKENIZERS[check_tokenizer(name)][0] // 64) * 64
+
+
+def get_tokenizer(name="gpt2"):
+    """'bytes', or the GPT-2 Encoding (cached): the local ranks file first (no network wait), then tiktoken's own
     download, then the ranks from the openai-whisper sdist via pip."""
     global _tokenizer
+    if check_tokenizer(name) == "bytes":
+        return ByteTokenizer()
     if _tokenizer is not None:
         return _tokenizer
     if RANKS_FILE.exists():
@@ -232,7 +265,7 @@ def write_split(path, docs, encoder, split):
                     batch.append(doc)
                 if batch and (doc is None or len(batch) == 256):
                     for ids in encoder.encode_ordinary_batch(batch, num_threads=os.cpu_count() or 1):
-                        ids.append(BOS)
+                        ids.append(encoder.eot_token)
                         out.write(np.asarray(ids, dtype=np.uint16).tobytes())
                         n_tokens += len(ids)
                     n_docs += len(batch)
@@ -247,15 +280,21 @@ def write_split(path, docs, encoder, split):
     return n_tokens, n_docs
 
 
-def write_corpus(out_dir, train_docs, val_docs, source, test_docs=None):
+def corpus_dir(here, tokenizer):
+    """Where a prepare script in data/<name>/ writes by default: data/<name> (GPT-2 BPE) or data/<name>_bytes."""
+    here = Path(here)
+    return str(here if check_tokenizer(tokenizer) == "gpt2" else here.parent / f"{here.name}_{tokenizer}")
+
+
+def write_corpus(out_dir, train_docs, val_docs, source, test_docs=None, tokenizer="gpt2"):
     """Tokenise document iterables into out_dir/{train,val,test}.bin and meta.json.
     An empty split (an eval-only corpus has no train) gets no .bin; meta.json lists the splits written.
     test_docs=None: the corpus has no test split at all (only WikiText-2 ships one)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "meta.json").unlink(missing_ok=True)  # no meta describing bins that are being rewritten
-    encoder = get_tokenizer()
-    meta = {"tokenizer": "gpt2", "vocab_size": VOCAB_SIZE, "bos": BOS, "dtype": "uint16",
+    encoder = get_tokenizer(tokenizer)
+    meta = {"tokenizer": tokenizer, "vocab_size": encoder.n_vocab, "bos": encoder.eot_token, "dtype": "uint16",
             "source": source, "splits": []}
     splits = [("train", train_docs), ("val", val_docs)] + ([("test", test_docs)] if test_docs is not None else [])
     for split, docs in splits:
@@ -275,12 +314,15 @@ def write_corpus(out_dir, train_docs, val_docs, source, test_docs=None):
 # -----------------------------------------------------------------------------
 # loading tokens and making batches
 
-def prepare_command(data_dir):
-    """The command that (re)creates data_dir, for error messages."""
+def prepare_command(data_dir, tokenizer=None):
+    """The command that (re)creates data_dir (with `tokenizer`, default: the one its name implies)."""
     data_dir = Path(data_dir)
-    if (DATA_DIR / data_dir.name / "prepare.py").exists() and data_dir.resolve() == DATA_DIR / data_dir.name:
-        return f"python data/{data_dir.name}/prepare.py"
-    return f"python data/prepare.py --input=YOUR_FILES --out_dir={data_dir}"
+    name = data_dir.name.removesuffix("_bytes")
+    tokenizer = tokenizer or ("bytes" if data_dir.name.endswith("_bytes") else "gpt2")
+    flag = "" if tokenizer == "gpt2" else f" --tokenizer={tokenizer}"
+    if (DATA_DIR / name / "prepare.py").exists() and data_dir.resolve().parent == DATA_DIR:
+        return f"python data/{name}/prepare.py{flag}"
+    return f"python data/prepare.py --input=YOUR_FILES --out_dir={data_dir}{flag}"
 
 
 def read_meta(data_dir):
@@ -294,14 +336,27 @@ def read_meta(data_dir):
         raise UsageError(f"{path} is corrupt: rerun `{prepare_command(data_dir)}`") from None
 
 
-def load_tokens(data_dir, split):
-    """The uint16 token stream of one split, memory-mapped (read-only)."""
+def corpus_tokenizer(data_dir):
+    """The tokenizer a corpus was prepared with (meta.json; 'gpt2' for bins without one)."""
+    meta = read_meta(data_dir) or {}
+    name = meta.get("tokenizer", "gpt2")
+    if name not in TOKENIZERS or meta.get("vocab_size", TOKENIZERS[name][0]) != TOKENIZERS[name][0]:
+        raise UsageError(f"vocab mismatch: {data_dir} was prepared with tokenizer {name!r} and vocab_size "
+                         f"{meta.get('vocab_size')}, not one of {TOKENIZERS}: rerun `{prepare_command(data_dir)}`")
+    return name
+
+
+def load_tokens(data_dir, split, tokenizer=None):
+    """The uint16 token stream of one split, memory-mapped (read-only). tokenizer: the one the reader's model was
+    trained with; a corpus of another one stops with one line (ids of one mean nothing to the other)."""
     data_dir = Path(data_dir)
     path = data_dir / f"{split}.bin"
     meta = read_meta(data_dir)
-    if meta is not None and meta.get("vocab_size") != VOCAB_SIZE:
-        raise UsageError(f"vocab mismatch: {data_dir} was prepared with vocab_size {meta.get('vocab_size')}, "
-                         f"the models here use GPT-2's {VOCAB_SIZE}: rerun `{prepare_command(data_dir)}`")
+    found = corpus_tokenizer(data_dir)
+    if tokenizer is not None and found != tokenizer:
+        twin = Path(corpus_dir(data_dir.parent / data_dir.name.removesuffix("_bytes"), check_tokenizer(tokenizer)))
+        raise UsageError(f"{data_dir} holds {found!r} tokens but the model reads {tokenizer!r} tokens: use "
+                         f"--dataset={twin.name} (`{prepare_command(twin)}` makes it), or a model trained on {found!r}")
     if not path.exists() and meta is not None and meta.get("splits"):
         raise UsageError(f"{data_dir} has no '{split}' split (it has {', '.join(meta['splits'])}): "
                          f"pick another split or dataset")
@@ -338,15 +393,15 @@ def check_length(tokens, block_size):
                          f"use a smaller block_size or a larger corpus")
 
 
-def with_bos(rows):
-    """(n, L) token rows -> (n, L + 1) LongTensor with BOS in column 0."""
+def with_bos(rows, bos=BOS):
+    """(n, L) token rows -> (n, L + 1) LongTensor with bos in column 0."""
     batch = torch.empty((rows.shape[0], rows.shape[1] + 1), dtype=torch.long)
-    batch[:, 0] = BOS
+    batch[:, 0] = bos
     batch[:, 1:] = torch.from_numpy(rows.astype(np.int64))
     return batch
 
 
-def get_batch(data, batch_size, block_size, generator):
+def get_batch(data, batch_size, block_size, generator, bos=BOS):
     """(batch_size, block_size) LongTensor: column 0 is BOS, columns 1.. are block_size-1 consecutive
     tokens from offsets drawn with `generator` (a CPU torch.Generator), so the data position is part of
     the generator state that a checkpoint saves and restores."""
@@ -354,10 +409,10 @@ def get_batch(data, batch_size, block_size, generator):
     check_length(tokens, block_size)
     span = block_size - 1
     starts = torch.randint(len(tokens) - span + 1, (batch_size,), generator=generator).numpy()
-    return with_bos(tokens[starts[:, None] + np.arange(span)])  # one gather, not a loop over rows
+    return with_bos(tokens[starts[:, None] + np.arange(span)], bos)  # one gather, not a loop over rows
 
 
-def iter_windows(data, block_size, batch_size=None):
+def iter_windows(data, block_size, batch_size=None, bos=BOS):
     """Consecutive, non-overlapping windows BOS + tokens[k*(block_size-1) : (k+1)*(block_size-1)] over a
     whole split, for evaluation; the last partial span (< block_size-1 tokens) is left out.
     Yields (block_size,) tensors, or (<=batch_size, block_size) stacks when batch_size is given."""
@@ -368,7 +423,7 @@ def iter_windows(data, block_size, batch_size=None):
     step = batch_size or 1
     for first in range(0, n_windows, step):
         count = min(step, n_windows - first)
-        batch = with_bos(np.asarray(tokens[first * span:(first + count) * span]).reshape(count, span))
+        batch = with_bos(np.asarray(tokens[first * span:(first + count) * span]).reshape(count, span), bos)
         yield batch if batch_size else batch[0]
 
 

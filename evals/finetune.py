@@ -2,8 +2,9 @@
 The pieces of eval_glue.py that tests call directly: texts -> padded batches with group ids, pooling, the task
 head, the fine-tuning schedule, and the closed-form / convex linear probes of Sec. 3.3.
 
-A text (or a pair) becomes  BOS a  or  BOS a SEP b  with SEP = <|endoftext|> (50256) again: in pretraining every
-document ends with that token, so to the model it already means "one text ends, another begins".
+A text (or a pair) becomes  BOS a  or  BOS a SEP b  with SEP = BOS again (GPT-2's <|endoftext|>, 50256; byte
+level: 256): in pretraining every document ends with that token, so to the model it already means "one text ends,
+another begins".
 The attention pattern follows the checkpoint's pretraining (SPEC §2):
   causal         ar, dar, gvp: content groups 0,1,2,..., so position k sees 0..k; pool the LAST real token
                  (the only one that has seen the whole text; a causal model cannot pool BOS)
@@ -19,7 +20,7 @@ import torch.nn.functional as F
 from configurator import UsageError
 from model import PAD_GROUP
 
-SEPARATOR = 50256  # GPT-2 <|endoftext|>, the same id as BOS
+SEPARATOR = 50256  # GPT-2 <|endoftext|>, the same id as BOS (the default of join_pair)
 STYLES = ('causal', 'bidirectional')
 POOLINGS = ('last', 'first', 'mean')
 
@@ -36,7 +37,7 @@ def encode_rows(tokenizer, rows):
 
 
 def join_pair(ids_a, ids_b, max_len, bos=SEPARATOR):
-    """BOS a (SEP b), at most max_len ids. A pair too long loses tokens from the end of the LONGER text first
+    """bos a (bos b), at most max_len ids. A pair too long loses tokens from the end of the LONGER text first
     (both texts keep a share, which a pair task needs); a single text is cut at the end."""
     if ids_b is None:
         if max_len < 2:
@@ -54,7 +55,7 @@ def join_pair(ids_a, ids_b, max_len, bos=SEPARATOR):
             len_a = budget - len_b
         else:
             len_a, len_b = budget - half, half
-    return [bos] + list(ids_a[:len_a]) + [SEPARATOR] + list(ids_b[:len_b])
+    return [bos] + list(ids_a[:len_a]) + [bos] + list(ids_b[:len_b])
 
 # -----------------------------------------------------------------------------
 # pooling, given the pretraining attention (objectives.Objective.attention)

@@ -42,9 +42,9 @@ def window_starts(n_tokens, block_size, max_tokens=0):
     n = n_windows if not max_tokens else min(n_windows, max(1, max_tokens // span))
     return (np.arange(n) * n_windows // n) * span
 
-def gather_windows(tokens, starts, block_size):
-    """(len(starts), block_size) LongTensor: BOS, then block_size-1 tokens from each start."""
-    return with_bos(np.asarray(tokens[np.asarray(starts)[:, None] + np.arange(block_size - 1)]))
+def gather_windows(tokens, starts, block_size, bos):
+    """(len(starts), block_size) LongTensor: bos, then block_size-1 tokens from each start."""
+    return with_bos(np.asarray(tokens[np.asarray(starts)[:, None] + np.arange(block_size - 1)]), bos)
 
 # -----------------------------------------------------------------------------
 # scoring
@@ -93,6 +93,41 @@ def score_windows(model, windows, style, rows_per_pass=1024, autocast=None, bert
         with autocast:
             nll[rows] = target_nll(model, to_device(take_rows(batch, rows, width), device)).view(-1).cpu()
     return nll.view(B, L)
+
+# -----------------------------------------------------------------------------
+# the floor every model must beat: unigram and bigram models of the training text, scored on the same targets
+
+class NgramBaselines:
+    """Counted on a training stream: an add-one unigram, and a bigram with absolute discounting (d = 0.75)
+    interpolated with that unigram (Ney et al. 1994). At k = 0 the models see only BOS, so both baselines give the
+    unigram there; after that the bigram conditions on x_k. A model that does not beat them has learned no context."""
+
+    def __init__(self, train_tokens, vocab_size, discount=0.75):
+        tokens = np.asarray(train_tokens, dtype=np.int64)
+        self.vocab_size, self.discount = vocab_size, discount
+        counts = np.bincount(tokens, minlength=vocab_size).astype(np.float64)
+        self.unigram = (counts + 1) / (counts.sum() + vocab_size)
+        self.pairs, pair_counts = np.unique(tokens[:-1] * vocab_size + tokens[1:], return_counts=True)
+        self.pair_counts = pair_counts.astype(np.float64)
+        first = self.pairs // vocab_size
+        self.context_counts = np.bincount(first, weights=self.pair_counts, minlength=vocab_size)
+        self.followers = np.bincount(first, minlength=vocab_size).astype(np.float64)  # distinct next tokens
+
+    def nll(self, windows):
+        """(B, S) windows, conditioning token in column 0 -> {'unigram', 'bigram'}: (B, S-1) NLLs, column k for
+        x_{k+1}, as score_windows."""
+        windows = np.asarray(windows, dtype=np.int64)
+        previous, targets = windows[:, :-1], windows[:, 1:]
+        unigram = self.unigram[targets]
+        codes = previous * self.vocab_size + targets
+        at = np.clip(np.searchsorted(self.pairs, codes), 0, len(self.pairs) - 1)
+        pair = np.where(self.pairs[at] == codes, self.pair_counts[at], 0.0)
+        seen = self.context_counts[previous]
+        with np.errstate(divide='ignore', invalid='ignore'):
+            bigram = np.where(seen > 0, (np.maximum(pair - self.discount, 0) + self.discount * self.followers[previous]
+                                         * unigram) / seen, unigram)
+        bigram[:, 0] = unigram[:, 0]  # k = 0: the window's start is no document start, so no context to use
+        return {'unigram': -np.log(unigram), 'bigram': -np.log(bigram)}
 
 # -----------------------------------------------------------------------------
 # perplexity overall and by conditioning length

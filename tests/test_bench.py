@@ -11,8 +11,8 @@ from conftest import ROOT, run_script
 
 TINY = ['--n_layer=1', '--n_head=2', '--n_embd=32', '--block_size=32', '--batch_size=2', '--seq_lens=32',
         '--memory_seq_lens=16', '--warmup=1', '--steps=2', '--progress=False']
-VARIANTS = ('ar', 'dar', 'vm2s', 'mlm')
-RUN_FIELDS = {'variant', 'objective', 'two_stream', 'backend', 'mode', 'seq_len', 'batch_size', 'ms_per_step',
+VARIANTS = ('ar', 'dar', 'vm2s', 'mlm', 'ar_bytes')
+RUN_FIELDS = {'variant', 'objective', 'two_stream', 'tokenizer', 'backend', 'mode', 'seq_len', 'batch_size', 'ms_per_step',
               'tokens_per_s', 'peak_mem_mb', 'flops_per_step', 'tflops', 'mfu', 'ratio_to_ar'}
 TOP_FIELDS = {'device', 'device_type', 'torch', 'date', 'dtype', 'compile', 'model', 'tokens_per_step', 'warmup',
               'steps', 'peak_tflops', 'memory_method', 'runs', 'ratios', 'attention', 'memory', 'memory_batch',
@@ -50,7 +50,7 @@ def test_json_has_every_field_and_every_run(bench):
 def test_ratios_are_against_ar_in_the_same_run(bench):
     result, _, _ = bench
     train = {(r['variant'], r['seq_len']): r for r in result['runs'] if r['mode'] == 'train'}
-    assert set(result['ratios']) == {'dar/ar', 'vm2s/ar', 'mlm/ar'}
+    assert set(result['ratios']) == {'dar/ar', 'vm2s/ar', 'mlm/ar', 'ar_bytes/ar'}
     for name, by_length in result['ratios'].items():
         variant = name.split('/')[0]
         assert set(by_length) == {'32'}
@@ -83,7 +83,9 @@ def test_memory_attention_and_targets(bench):
     assert attention['mode'] == 'forward' and attention['seq_len'] == 32
     assert math.isclose(attention['speedup'], attention['sdpa_ms'] / attention['flex_ms'])
     targets = {t['name']: t for t in result['targets']}
-    assert len(targets) == 6
+    assert len(targets) == 7
+    head = targets['byte-level ar step / GPT-2-head ar step']  # a CPU target, measured in this very run
+    assert head['measured'] == result['ratios']['ar_bytes/ar']['32'] and head['status'] in ('met', 'missed')
     assert all(t['status'] in ('met', 'missed', 'not measured here') for t in targets.values())
     dar = targets['dar step / ar step']
     assert dar['measured'] == result['ratios']['dar/ar']['32'] and dar['status'] == ('met' if dar['measured'] <= 1.9 else 'missed')

@@ -11,7 +11,7 @@ import torch
 from conftest import make_checkpoint, random_tokens, run_script, write_corpus
 from evals.ppl import (bucket_table, gather_windows, score_windows, window_starts)
 from objectives import Objective
-from data.text import iter_windows
+from data.text import BOS, iter_windows
 from model import save_checkpoint
 
 VOCAB = 64                # small vocabularies keep the library tests fast
@@ -175,7 +175,7 @@ def test_uniform_model_scores_the_vocab_size_and_buckets_add_up(tmp_path, tiny_c
         assert sum(b['nll'] * b['targets'] for b in buckets) / 640 == pytest.approx(run['nll'], rel=1e-9)
     # the script's ppl is exp(mean NLL) over exactly these windows
     tokens = np.fromfile(os.path.join(tiny_corpus, 'val.bin'), dtype=np.uint16)
-    windows = gather_windows(tokens, window_starts(len(tokens), 33, 640), 33)
+    windows = gather_windows(tokens, window_starts(len(tokens), 33, 640), 33, BOS)
     nll = score_windows(ar_model.eval(), windows, 'causal')
     assert ar['ppl'] == pytest.approx(math.exp(float(nll.double().mean())), rel=1e-5)
     with open(out / 'ppl_by_k.csv') as f:
@@ -197,7 +197,7 @@ def test_buckets_partition_k():
 
 def test_windows_are_iter_windows_spread_over_the_split():
     tokens = np.arange(1000, dtype=np.uint16) % 50000
-    all_windows = gather_windows(tokens, window_starts(len(tokens), 17, 0), 17)
+    all_windows = gather_windows(tokens, window_starts(len(tokens), 17, 0), 17, BOS)
     assert torch.equal(all_windows, torch.stack(list(iter_windows(tokens, 17))))
     starts = window_starts(len(tokens), 17, 160)  # 10 of the 62 windows, evenly spaced
     assert len(starts) == 10 and starts[0] == 0 and (np.diff(starts) >= 6 * 16).all() and starts[-1] > 800
@@ -256,7 +256,7 @@ def test_bert_future_mask_applies_to_bert_runs_only(tmp_path, tiny_corpus):
     assert summary['bert_future'] == 'mask' and bert_run['bert_future'] == 'mask' and ar_run['bert_future'] is None
     assert 'applies to the one-stream BERT runs only: mlm' in result.stdout and 'bert (mask)' in result.stdout
     tokens = np.fromfile(os.path.join(tiny_corpus, 'val.bin'), dtype=np.uint16)
-    windows = gather_windows(tokens, window_starts(len(tokens), 33, 160), 33)
+    windows = gather_windows(tokens, window_starts(len(tokens), 33, 160), 33, BOS)
     masked = score_windows(mlm.eval(), windows, 'bert', bert_future='mask').double().sum(0).numpy()
     np.testing.assert_allclose(bert_run['nll_sum_by_k'], masked, rtol=1e-5)
     np.testing.assert_allclose(ar_run['nll_sum_by_k'], score_windows(ar.eval(), windows, 'causal').double().sum(0),
@@ -276,5 +276,5 @@ def test_torchrun_shards_add_up_to_all_windows(tmp_path, tiny_corpus):
     run = summary['checkpoints'][0]
     assert summary['world_size'] == 2 and run['style'] == 'bert' and run['count_by_k'] == [15] * 32
     tokens = np.fromfile(os.path.join(tiny_corpus, 'val.bin'), dtype=np.uint16)
-    nll = score_windows(model.eval(), gather_windows(tokens, window_starts(len(tokens), 33, 480), 33), 'bert')
+    nll = score_windows(model.eval(), gather_windows(tokens, window_starts(len(tokens), 33, 480), 33, BOS), 'bert')
     np.testing.assert_allclose(run['nll_sum_by_k'], nll.double().sum(0).numpy(), rtol=1e-5)

