@@ -36,12 +36,14 @@ def random_tokens(B, S, vocab, seed=0):
     return x
 
 
-def write_corpus(folder, train_tokens, val_tokens):
+def write_corpus(folder, train_tokens, val_tokens, tokenizer='gpt2'):
     """A prepared corpus as data/text.py writes it: uint16 train.bin / val.bin and meta.json."""
     os.makedirs(folder, exist_ok=True)
     for split, tokens in (('train', train_tokens), ('val', val_tokens)):
         np.asarray(tokens, dtype=np.uint16).tofile(os.path.join(folder, f'{split}.bin'))
-    meta = dict(tokenizer='gpt2', vocab_size=50257, bos=BOS, train_tokens=len(train_tokens), val_tokens=len(val_tokens))
+    vocab_size, bos = {'gpt2': (50257, BOS), 'bytes': (257, 256)}[tokenizer]
+    meta = dict(tokenizer=tokenizer, vocab_size=vocab_size, bos=bos, train_tokens=len(train_tokens),
+                val_tokens=len(val_tokens))
     with open(os.path.join(folder, 'meta.json'), 'w') as f:
         json.dump(meta, f)
     return str(folder)

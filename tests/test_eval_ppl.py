@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import make_checkpoint, random_tokens, run_script, write_corpus
+from conftest import make_checkpoint, one_error_line, random_tokens, run_script, write_corpus
 from evals.ppl import (bucket_table, gather_windows, score_windows, window_starts)
 from objectives import Objective
 from data.text import BOS, iter_windows
@@ -278,3 +278,45 @@ def test_torchrun_shards_add_up_to_all_windows(tmp_path, tiny_corpus):
     tokens = np.fromfile(os.path.join(tiny_corpus, 'val.bin'), dtype=np.uint16)
     nll = score_windows(model.eval(), gather_windows(tokens, window_starts(len(tokens), 33, 480), 33, BOS), 'bert')
     np.testing.assert_allclose(run['nll_sum_by_k'], nll.double().sum(0).numpy(), rtol=1e-5)
+
+# -----------------------------------------------------------------------------
+# the unigram / bigram floors, and checkpoints that read other tokens
+
+
+def test_ngram_baselines_are_normalised_counts():
+    from evals.ppl import NgramBaselines
+    stream = np.array([0, 1, 0, 1, 0, 2, 3, 0, 1, 4])
+    floors = NgramBaselines(stream, vocab_size=6)
+    assert np.allclose(floors.unigram, (np.bincount(stream, minlength=6) + 1) / (10 + 6))
+    V = 6
+    for previous in range(V):  # every context, seen or not, gives a distribution over the whole vocabulary
+        windows = np.array([[5, previous, token] for token in range(V)])
+        bigram = np.exp(-floors.nll(windows)['bigram'][:, 1])
+        assert bigram.sum() == pytest.approx(1.0, abs=1e-12)
+    windows = np.array([[5, 0, 1], [5, 0, 2], [5, 5, 1]])
+    nll = floors.nll(windows)
+    assert np.allclose(nll['bigram'][:, 0], nll['unigram'][:, 0])  # k = 0: only BOS seen, no context
+    seen_after_0 = np.exp(-nll['bigram'][:, 1])  # 0 is followed by 1 three times in four, by 2 once
+    assert seen_after_0[0] == pytest.approx((3 - 0.75) / 4 + 0.75 * 2 / 4 * floors.unigram[1])
+    assert seen_after_0[2] == pytest.approx(floors.unigram[1])  # id 5 never occurs: back to the unigram
+
+
+def test_baselines_sit_in_the_table_and_tokenizers_do_not_mix(tmp_path, tiny_corpus):
+    ar_path, _ = make_checkpoint(tmp_path / 'ar.pt', 'ar', seed=3)
+    out = tmp_path / 'out'
+    result = run_script('eval_ppl.py', f'--ckpt={ar_path}', '--names=ar', f'--dataset={tiny_corpus}',
+                        '--max_tokens=320', f'--baseline_dataset={tiny_corpus}', '--progress=False', f'--out_dir={out}')
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((out / 'summary.json').read_text())
+    ar, unigram, bigram = summary['checkpoints']
+    assert (unigram['name'], bigram['name']) == ('(unigram)', '(bigram)') and summary['baseline_dataset'] == tiny_corpus
+    assert unigram['targets'] == bigram['targets'] == ar['targets'] == 320
+    # the tiny corpus repeats a 50-token pattern: the bigram floor is far below the unigram one
+    assert bigram['ppl'] < 0.5 * unigram['ppl'] and '(bigram)' in result.stdout
+    assert {row['series'] for row in csv.DictReader(open(out / 'ppl_by_k.csv'))} == {'ar', '(unigram)', '(bigram)'}
+    # a byte-level checkpoint cannot read GPT-2 ids, nor be scored next to a GPT-2 one
+    byte_path, _ = make_checkpoint(tmp_path / 'bytes.pt', 'ar', tokenizer='bytes', vocab_size=320)
+    one_error_line(run_script('eval_ppl.py', f'--ckpt={byte_path}', f'--dataset={tiny_corpus}'),
+                   "holds 'gpt2' tokens but the model reads 'bytes' tokens")
+    one_error_line(run_script('eval_ppl.py', f'--ckpt={byte_path}', f'--ckpt={ar_path}', f'--dataset={tiny_corpus}'),
+                   'read different tokens', "in a run of its own")
