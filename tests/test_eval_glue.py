@@ -231,14 +231,17 @@ def test_separable_task_beats_chance(tmp_path):
     write_keyword_task(tmp_path / 'glue')
     ar, _ = make_checkpoint(tmp_path / 'ar.pt', 'ar')
     mlm, _ = make_checkpoint(tmp_path / 'mlm.pt', 'mlm', seed=1)
+    # a byte-level model reads the same rows as UTF-8 bytes (BOS = separator = 256), from its own checkpoint
+    byte_level, _ = make_checkpoint(tmp_path / 'bytes.pt', 'ar', seed=2, tokenizer='bytes', vocab_size=320,
+                                    block_size=128)
     common = [f'--glue_dir={tmp_path / "glue"}', '--tasks=sst2', '--progress=False', f'--out_dir={tmp_path / "out"}']
-    tuned = run_script('eval_glue.py', f'--ckpt={ar}', f'--ckpt={mlm}', *common, '--seeds=0', '--epochs=3',
-                       '--learning_rate=3e-3')
+    tuned = run_script('eval_glue.py', f'--ckpt={ar}', f'--ckpt={mlm}', f'--ckpt={byte_level}', *common, '--seeds=0',
+                       '--epochs=3', '--learning_rate=3e-3')
     probe = run_script('eval_glue.py', f'--ckpt={mlm}', *common, '--mode=linprobe')
     assert tuned.returncode == 0 and probe.returncode == 0, tuned.stderr + probe.stderr
     accuracies = [float(row['sst2_accuracy']) for row in read_csv(tmp_path / 'out' / 'glue_finetune.csv')]
     accuracies += [float(row['sst2_accuracy']) for row in read_csv(tmp_path / 'out' / 'glue_linprobe.csv')]
-    assert len(accuracies) == 3 and min(accuracies) >= 80.0, accuracies  # chance is 50
+    assert len(accuracies) == 4 and min(accuracies) >= 80.0, accuracies  # chance is 50
 
 # -----------------------------------------------------------------------------
 # issue test 4: bad input, one clear line each

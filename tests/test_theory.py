@@ -329,3 +329,20 @@ def test_effective_rank_features_of_ar_do_not_see_later_tokens(tmp_path):
     half = len(seen) // 2  # clean and masked passes of every batch, for windows then for changed
     assert half == 4 and all(torch.equal(b[:, :-1], a[:, :-1])
                              for before, after in zip(seen[:half], seen[half:]) for b, a in zip(before, after))
+
+
+def test_a_byte_checkpoint_reads_byte_windows_only(tmp_path):
+    pytest.importorskip('torch')
+    from conftest import make_checkpoint, write_corpus
+    ckpt, _ = make_checkpoint(tmp_path / 'bytes.pt', 'ar', tokenizer='bytes', vocab_size=320, block_size=9)
+    rng = np.random.default_rng(0)
+    byte_corpus = write_corpus(tmp_path / 'plays_bytes', rng.integers(0, 256, 100), rng.integers(0, 256, 500), 'bytes')
+    windows = theory.text_windows(byte_corpus, 9, 12, 'bytes')
+    assert windows.shape == (12, 9) and np.all(windows[:, 0] == 256) and windows[:, 1:].max() < 256
+    out = tmp_path / 'out'
+    theory.main(['connectivity', f'--ckpt={ckpt}', f'--dataset={byte_corpus}', '--num_samples=12', '--top=5',
+                 f'--out_dir={out}'])
+    assert (out / 'connectivity.csv').exists()
+    bpe_corpus = write_corpus(tmp_path / 'plays', rng.integers(0, 50000, 100), rng.integers(0, 50000, 500))
+    with pytest.raises(ValueError, match="holds 'gpt2' tokens but the model reads 'bytes' tokens"):
+        theory.main(['effrank', f'--ckpt={ckpt}', f'--dataset={bpe_corpus}', '--num_samples=12'])
