@@ -18,10 +18,22 @@ setup-test: setup
 data: setup
 	$(PYTHON) data/shakespeare/prepare.py
 	$(PYTHON) data/wikipedia/prepare.py
+	$(PYTHON) data/shakespeare/prepare.py --tokenizer=bytes
+	$(PYTHON) data/wikipedia/prepare.py --tokenizer=bytes
 
-demo: data
-	$(PYTHON) train.py config/ar_shakespeare.py --overwrite=True  # make demo again replaces its own run
-	$(PYTHON) eval_ppl.py config/eval_ppl_shakespeare.py --ckpt=out-ar-shakespeare/ckpt_best.pt --max_tokens=30000
+# the paper's story in a few minutes: a byte-level ar and vm side by side (one per core, the same recipe and budget),
+# their perplexity by prefix length on one plot (Fig. 3) with the unigram / bigram floors, then a sample from each
+DEMO_STEPS ?= 400
+demo_run = OMP_NUM_THREADS=1 $(PYTHON) train.py $(1) --max_iters=$(DEMO_STEPS) --lr_decay_iters=$(DEMO_STEPS) \
+	--eval_interval=100 --overwrite=True --progress=False
+demo: setup
+	$(PYTHON) data/shakespeare/prepare.py --tokenizer=bytes
+	$(call demo_run,config/ar_shakespeare_bytes.py) & ar=$$!; $(call demo_run,config/vm_shakespeare_bytes.py); \
+		vm=$$?; wait $$ar && [ $$vm = 0 ]  # --overwrite=True: make demo again replaces its own runs
+	$(PYTHON) eval_ppl.py config/eval_ppl_shakespeare_bytes.py --ckpt=out-ar-shakespeare-bytes/ckpt_best.pt \
+		--ckpt=out-vm-shakespeare-bytes/ckpt_best.pt --names=ar --names=vm --max_tokens=4000 --out_dir=out/demo
+	$(PYTHON) sample.py --ckpt=out-ar-shakespeare-bytes/ckpt_best.pt --prompt='ROMEO:' --max_new_tokens=200
+	$(PYTHON) sample.py --ckpt=out-vm-shakespeare-bytes/ckpt_best.pt --prompt='ROMEO:' --max_new_tokens=200
 
 test: setup-test
 	$(PYTHON) -m pytest

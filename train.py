@@ -1,8 +1,8 @@
 """
 Pretrain one Transformer with any objective of the paper (ar, dar, mlm, vm, gvp) on text or image patches.
 
-One CPU (the default demo):
-$ python train.py config/ar_shakespeare.py
+One CPU (the demo's model: bytes of Shakespeare, python data/shakespeare/prepare.py --tokenizer=bytes first):
+$ python train.py config/ar_shakespeare_bytes.py
 One node, 8 GPUs:
 $ torchrun --standalone --nproc_per_node=8 train.py config/vm_pile.py
 Two nodes (run on each; set --node_rank=1 on the second, MASTER_ADDR = first node's address):
