@@ -2,12 +2,13 @@
 natural values of its 'auto' keys (nanoGPT's --compile=False, --device=cpu) and refuses wrong ones with one line
 naming the accepted ones. Scripts run in this process (conftest.script_error): milliseconds per case."""
 import math
+import os
 
 import pytest
 import torch
 
 from configurator import check_ranges, configure, parse_value
-from conftest import FIXTURES_GLUE, script_error
+from conftest import FIXTURES_GLUE, ROOT, script_error
 
 
 def test_values_parse_as_typed():
@@ -119,3 +120,51 @@ def test_out_of_range_values_name_the_key_and_range(tmp_path, script, flag, expe
     message = script_error(script, *args, flag, f'--out_dir={tmp_path / "out"}', '--progress=False')
     assert expected in message, message
     assert not (tmp_path / 'out').exists()
+
+# -----------------------------------------------------------------------------
+# every committed config is read by the script it is for, with that script's keys and types
+
+
+def script_of(name):
+    if name.startswith('eval_ppl_'):
+        return 'eval_ppl.py'
+    if name.startswith(('glue_', 'linprobe_glue')):
+        return 'eval_glue.py'
+    if name.startswith(('linprobe_', 'finetune_', 'recon_')):
+        return 'eval_vision.py'
+    return 'train.py'
+
+
+def script_defaults(script):
+    """A script's module-level config globals (its defaults), read without running it."""
+    import ast
+    tree = ast.parse(open(os.path.join(ROOT, script)).read())
+    defaults = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                defaults[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:  # e.g. buckets = DEFAULT_BUCKETS: a None default takes any value
+                defaults[node.targets[0].id] = None
+    return defaults
+
+
+def test_every_config_fits_its_script_and_byte_configs_change_only_the_data():
+    names = sorted(name for name in os.listdir(os.path.join(ROOT, 'config')) if name.endswith('.py'))
+    values = {}
+    for name in names:
+        defaults = script_defaults(script_of(name))
+        config = {key: value for key, value in defaults.items() if key.islower()}
+        configure(config, [os.path.join(ROOT, 'config', name)])  # unknown keys or wrong types raise
+        values[name] = config
+    byte_level = [name for name in names if name.endswith('_shakespeare_bytes.py') and script_of(name) == 'train.py']
+    assert len(byte_level) == 8  # ar, dar, mlm15, mlm30, vm and the three two-stream masked ones
+    objective_keys = ('objective', 'mask_ratio', 't', 'two_stream', 'random_order', 'bert_replace')
+    for name in byte_level:
+        base, config = values[name.replace('_bytes', '')], values[name]
+        assert all(config[key] == base[key] for key in objective_keys), name
+        assert config['dataset'] == 'shakespeare_bytes' and config['max_iters'] == 1200
+        assert config['out_dir'] == base['out_dir'] + '-bytes'
+    fragments = ('gpt2_124m_bench.py', 'shakespeare_bytes.py')  # a model size for bench.py, a recipe to include
+    out_dirs = [values[name]['out_dir'] for name in names if script_of(name) == 'train.py' and name not in fragments]
+    assert len(set(out_dirs)) == len(out_dirs), out_dirs  # no two training configs write into one out_dir
