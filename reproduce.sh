@@ -11,16 +11,42 @@
 #   summary  the tables (mean ± std over seeds, paired differences) and plots, from whatever has been run
 # Usage: bash reproduce.sh [toy|table7 [steps]|table2|fig2|vision|summary|all]. A finished run is skipped, so an
 # interrupted reproduce.sh picks up where it stopped. Two jobs at a time (the development machine has 2 cores).
+#
+# TOKENS=bytes bash reproduce.sh table7|table2|fig2|summary: the text comparisons again at byte level (issue 15), where
+# the models learn context (config/*_shakespeare_bytes.py; runs in out/repro-bytes, tables in results/repro-bytes;
+# 5 seeds; Table 7 also in two-stream form). Hypotheses, written down before any byte-level run:
+#   B1 (Table 7): vm [0.15, 0.3] has a lower prefix perplexity than mlm 0.15 and than mlm 0.3, on the held-out plays
+#      and on Wikipedia, one-stream and two-stream, on every seed in domain.
+#   B2 (Fig. 3): every masked model's perplexity is highest at the shortest prefixes, and vm's gain is largest there.
+#   B3 (Table 2): dar t = 2 is above ar on the offline suite's average, linear probe and fine-tune.
+#   B4 (Fig. 2): mlm 0.15's cosine connectivity is above ar's at the last kept rank, on every seed.
+# Budget (results/bytes-curves/, seed 1337, 1500 steps): ar's validation loss flattens by ~1200 steps (1.77 -> 1.70
+# from 1000 to 1500); vm's masked loss is still falling at 1500 (2.94 -> 2.76), so every arm gets BYTE_STEPS=3000,
+# the same for all, about 23 minutes a run on one core.
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python}
-SEEDS=${SEEDS:-"1337 1338 1339"}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-OUT=${OUT:-out/repro}          # runs
-RES=${RES:-results/repro}      # tables and plots
-# one text recipe for every arm (no arm is tuned alone): 2 layers x 64, sequences of 64, 1500 steps of 8
-TINY="--n_layer=2 --n_head=2 --n_embd=64 --block_size=64 --batch_size=8 --max_iters=1500 --lr_decay_iters=1500 \
-      --warmup_iters=100 --learning_rate=3e-3 --eval_interval=500 --eval_iters=4 --progress=False"
+TOKENS=${TOKENS:-gpt2}
+if [ "$TOKENS" = bytes ]; then
+  SEEDS=${SEEDS:-"1337 1338 1339 1340 1341"}
+  OUT=${OUT:-out/repro-bytes}; RES=${RES:-results/repro-bytes}
+  BYTE_STEPS=${BYTE_STEPS:-3000}
+  # the configs' own recipe (config/shakespeare_bytes.py) at the budget above
+  RECIPE="--max_iters=$BYTE_STEPS --lr_decay_iters=$BYTE_STEPS --eval_interval=500 --progress=False"
+  CORPUS=_bytes; TABLE7_ARMS="mlm15 mlm30 vm mlm15_2s mlm30_2s vm_2s"; DEFAULT_STEPS=$BYTE_STEPS
+elif [ "$TOKENS" = gpt2 ]; then
+  SEEDS=${SEEDS:-"1337 1338 1339"}
+  OUT=${OUT:-out/repro}          # runs
+  RES=${RES:-results/repro}      # tables and plots
+  # one text recipe for every arm (no arm is tuned alone): 2 layers x 64, sequences of 64, 1500 steps of 8
+  RECIPE="--n_layer=2 --n_head=2 --n_embd=64 --block_size=64 --batch_size=8 --max_iters=1500 --lr_decay_iters=1500 \
+          --warmup_iters=100 --learning_rate=3e-3 --eval_interval=500 --eval_iters=4 --progress=False"
+  CORPUS=""; TABLE7_ARMS="mlm15 mlm30 vm"; DEFAULT_STEPS=1500
+else
+  echo "reproduce.sh: TOKENS must be gpt2 or bytes, got $TOKENS" >&2; exit 2
+fi
+TOKENIZER_FLAG=""; [ "$TOKENS" = bytes ] && TOKENIZER_FLAG=--tokenizer=bytes
 
 train() {  # train <out_dir> <config and overrides...>: skipped when the run finished, resumed when interrupted
   local dir=$1; shift
@@ -48,14 +74,14 @@ two_at_a_time() {  # run the given command lines two at a time (one per core); f
   [ $failed = 0 ] || { echo "reproduce.sh: a run failed: rerun it alone to see its error" >&2; return 1; }
 }
 
-table7() {  # table7 [steps]: the 1500-step runs go to $OUT/table7, any other budget to $OUT/table7-<steps>
-  local steps=${1:-1500} dir=$OUT/table7 runs=() seed arm data
-  [ "$steps" = 1500 ] || dir=$OUT/table7-$steps
-  $PYTHON data/shakespeare/prepare.py >/dev/null
-  $PYTHON data/wikipedia/prepare.py >/dev/null
+table7() {  # table7 [steps]: the default budget's runs go to $OUT/table7, any other budget to $OUT/table7-<steps>
+  local steps=${1:-$DEFAULT_STEPS} dir=$OUT/table7 runs=() seed arm data
+  [ "$steps" = $DEFAULT_STEPS ] || dir=$OUT/table7-$steps
+  $PYTHON data/shakespeare/prepare.py $TOKENIZER_FLAG >/dev/null
+  $PYTHON data/wikipedia/prepare.py $TOKENIZER_FLAG >/dev/null
   for seed in $SEEDS; do
-    for arm in mlm15 mlm30 vm; do
-      runs+=("train $dir/$arm-$seed config/${arm}_shakespeare.py $TINY --max_iters=$steps --lr_decay_iters=$steps \
+    for arm in $TABLE7_ARMS; do
+      runs+=("train $dir/$arm-$seed config/${arm}_shakespeare$CORPUS.py $RECIPE --max_iters=$steps --lr_decay_iters=$steps \
               --eval_interval=$((steps / 3)) --seed=$seed")
     done
   done
@@ -68,9 +94,9 @@ table7() {  # table7 [steps]: the 1500-step runs go to $OUT/table7, any other bu
         local name=ppl-$data-$seed
         [ $future = mask ] && name=ppl-mask-$data-$seed
         [ -f $dir/$name/summary.json ] ||
-          runs+=("$PYTHON eval_ppl.py config/eval_ppl_$data.py --max_tokens=6000 --progress=False \
-                  --bert_future=$future --out_dir=$dir/$name --ckpt=$dir/mlm15-$seed/ckpt_best.pt \
-                  --ckpt=$dir/mlm30-$seed/ckpt_best.pt --ckpt=$dir/vm-$seed/ckpt_best.pt >/dev/null")
+          runs+=("$PYTHON eval_ppl.py config/eval_ppl_$data$CORPUS.py --max_tokens=6000 --progress=False \
+                  --bert_future=$future --out_dir=$dir/$name $(printf -- "--ckpt=$dir/%s-$seed/ckpt_best.pt " \
+                  $TABLE7_ARMS) >/dev/null")
       done
     done
   done
@@ -78,12 +104,12 @@ table7() {  # table7 [steps]: the 1500-step runs go to $OUT/table7, any other bu
 }
 
 table2() {
-  $PYTHON data/shakespeare/prepare.py >/dev/null
+  $PYTHON data/shakespeare/prepare.py $TOKENIZER_FLAG >/dev/null
   $PYTHON data/glue/prepare_offline.py >/dev/null
   local runs=() seed arm ar="" dar="" ckpts
   for seed in $SEEDS; do
     for arm in ar dar; do
-      runs+=("train $OUT/text/$arm-$seed config/${arm}_shakespeare.py $TINY --seed=$seed")
+      runs+=("train $OUT/text/$arm-$seed config/${arm}_shakespeare$CORPUS.py $RECIPE --seed=$seed")
     done
     ar="$ar --ckpt=$OUT/text/ar-$seed/ckpt_best.pt"; dar="$dar --ckpt=$OUT/text/dar-$seed/ckpt_best.pt"
   done
@@ -111,7 +137,8 @@ fig2() {  # 8000 held-out windows, top 1e5 pairs (App. B.2); the table2 ar and t
       local flag="" dir=fig2
       if [ $variant = cosine ]; then flag=--cosine=True; dir=fig2-cosine; fi
       runs+=("$PYTHON theory.py connectivity --ckpt=$OUT/text/ar-$seed/ckpt_best.pt \
-              --ckpt=$OUT/table7/mlm15-$seed/ckpt_best.pt --dataset=shakespeare $flag --out_dir=$OUT/$dir/$seed >/dev/null")
+              --ckpt=$OUT/table7/mlm15-$seed/ckpt_best.pt --dataset=shakespeare$CORPUS $flag \
+              --out_dir=$OUT/$dir/$seed >/dev/null")
     done
   done
   two_at_a_time "${runs[@]}"
@@ -151,11 +178,11 @@ vision() {
 }
 
 summary() {  # every table: mean ± sample std over pretraining seeds; dar - ar etc. as paired differences
-  $PYTHON - $OUT $RES "$SEEDS" <<'PY'
+  $PYTHON - $OUT $RES "$SEEDS" $DEFAULT_STEPS <<'PY'
 import csv, glob, json, os, shutil, sys
 import numpy as np
 from evals.plot import line_plot
-out, res, seeds = sys.argv[1], sys.argv[2], sys.argv[3].split()
+out, res, seeds, default_steps = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4]
 os.makedirs(res, exist_ok=True)
 md = [f"Seeds {', '.join(seeds)}; mean ± sample std over seeds. Verdict on a paired difference: 'yes' = the mean "
       "goes the paper's way and every seed agrees, 'weak' = the mean does but some seed does not, 'no' = the mean "
@@ -192,7 +219,7 @@ if os.path.exists(f'{out}/toy/toy_tails_r2_s6_T2.csv'):
 # Table 7 / Fig. 3, one table per training budget that has been run
 for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
     suffix = run_dir.split('table7')[-1]
-    steps = suffix.lstrip('-') or '1500'
+    steps = suffix.lstrip('-') or default_steps
     if not all(os.path.exists(f'{run_dir}/ppl-{d}-{s}/summary.json') for d in ('shakespeare', 'wikipedia') for s in seeds):
         continue
     # the [MASK]-after-target reading (eval_ppl --bert_future=mask) as extra columns, once every seed has it
@@ -224,10 +251,11 @@ for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
     if masked_reading:
         header += ["ppl, [MASK] after target", "at k < 8, [MASK] after target"]
     table(f"Table 7 / Fig. 3: perplexity of masked models, {steps} steps", header, rows)
+    pairs = [(m, 'vm') for m in ('mlm15', 'mlm30')] + [(m, 'vm_2s') for m in ('mlm15_2s', 'mlm30_2s')]
     table(f"Table 7, {steps} steps: paired differences (paper: vm below both fixed ratios)",
           ["difference", "ppl", "paper's way?"],
-          [diff_row(f"{d}: vm - {m}", ppl7[d, m], ppl7[d, 'vm'], -1, '.1f')
-           for d in ('shakespeare', 'wikipedia') for m in ('mlm15', 'mlm30')])
+          [diff_row(f"{d}: {v} - {m}", ppl7[d, m], ppl7[d, v], -1, '.1f')
+           for d in ('shakespeare', 'wikipedia') for m, v in pairs if (d, m) in ppl7 and (d, v) in ppl7])
 
 # Table 2: ar vs dar on the offline suite
 tasks = [('polarity', 'acc'), ('hedge', 'mcc'), ('plagiarism', 'acc'), ('lee_sts', 'pearson')]
@@ -328,7 +356,7 @@ PY
 
 case "${1:-all}" in
   toy|table2|fig2|vision|summary) $1 ;;
-  table7) table7 "${2:-1500}" ;;
+  table7) table7 "${2:-$DEFAULT_STEPS}" ;;
   all) toy; table7; table7 4000; table2; fig2; vision; summary ;;
   *) echo "usage: bash reproduce.sh [toy|table7 [steps]|table2|fig2|vision|summary|all]" >&2; exit 2 ;;
 esac

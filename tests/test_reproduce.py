@@ -95,3 +95,32 @@ def test_every_run_gets_the_whole_recipe(tmp_path):
         assert sum(a.startswith('--ckpt=') for a in args) == 2 and '--dataset=shakespeare' in args, args
         assert len(args) == (7 if '--cosine=True' in args else 6) and args[-1].startswith('--out_dir=') and \
             args[-1].endswith(('fig2/7', 'fig2/8', 'cosine/7', 'cosine/8')), args
+
+
+def test_byte_level_runs_use_the_byte_configs_and_corpora(tmp_path):
+    """TOKENS=bytes: the byte configs at one budget for every arm, Table 7 also two-stream, five seeds by default,
+    byte corpora prepared and scored, and its own out/res folders."""
+    log, fake = tmp_path / 'calls.log', tmp_path / 'python'
+    fake.write_text(f'#!/bin/bash\necho "$@" >> {log}\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, TOKENS='bytes', OUT=str(tmp_path / 'out'), RES=str(tmp_path / 'res'), PYTHON=str(fake),
+               BYTE_STEPS='60')
+    for section in ('table7', 'table2', 'fig2'):
+        result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), section], env=env, capture_output=True, text=True)
+        assert result.returncode == 0 and result.stderr == '', (section, result.stderr)
+    calls = log.read_text().splitlines()
+    train = [c.split() for c in calls if c.startswith('train.py')]
+    assert len(train) == 5 * (6 + 2)  # seeds x (table7 arms, one- and two-stream + table2 arms)
+    assert all(args[1].endswith('_shakespeare_bytes.py') and '--max_iters=60' in args for args in train)
+    assert {args[1] for args in train} == {f'config/{arm}_shakespeare_bytes.py' for arm in
+                                          ('mlm15', 'mlm30', 'vm', 'mlm15_2s', 'mlm30_2s', 'vm_2s', 'ar', 'dar')}
+    assert all(args[-1].startswith(f"--out_dir={tmp_path / 'out'}") for args in train)
+    prepares = [c for c in calls if c.startswith(('data/shakespeare', 'data/wikipedia'))]
+    assert len(prepares) == 3 and all(c.endswith('--tokenizer=bytes') for c in prepares)
+    ppl = [c.split() for c in calls if c.startswith('eval_ppl.py')]
+    assert len(ppl) == 5 * 2 * 2 and all(args[1].endswith('_bytes.py') for args in ppl)
+    assert all(sum(a.startswith('--ckpt=') for a in args) == 6 for args in ppl)
+    assert all('--dataset=shakespeare_bytes' in c for c in calls if c.startswith('theory.py'))
+    bad = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'summary'], env={**env, 'TOKENS': 'chars'},
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and 'TOKENS must be gpt2 or bytes' in bad.stderr
