@@ -135,8 +135,8 @@ def flex_attention(q, k, v, block_mask):
     # compiled on CUDA (eager flex materialises the scores); eager on CPU, where there is no compiled backward
     global _flex_compiled
     from torch.nn.attention.flex_attention import flex_attention as flex
-    if q.device.type != 'cuda':
-        return flex(q, k, v, block_mask=block_mask)
+    if q.device.type != 'cuda':  # contiguous: inductor's CPU template misreads a query assembled from two streams
+        return flex(q.contiguous(), k, v, block_mask=block_mask)
     if _flex_compiled is None:
         _flex_compiled = torch.compile(flex, dynamic=False)
     return _flex_compiled(q, k, v, block_mask=block_mask)
@@ -260,9 +260,14 @@ class Transformer(nn.Module):
 
     # ---- embeddings
 
+    @staticmethod
+    def check_values(ids):
+        return ids.device.type == 'cpu' and ids.numel() > 0 and not torch.compiler.is_compiling()
+
     def position(self, pos):
-        # value checks sync the GPU, so they run on CPU only; scripts check vocab and block size up front
-        if pos.device.type == 'cpu' and pos.numel() and int(pos.max()) >= self.config.block_size:
+        # value checks sync the GPU, so they run eager on CPU only (scripts check vocab and block size up front);
+        # compiled, a data-dependent branch would guard on the value and recompile for every new maximum
+        if self.check_values(pos) and int(pos.max()) >= self.config.block_size:
             raise UsageError(f"position {int(pos.max())} is past block_size={self.config.block_size}: "
                              "shorten the sequence or train with a larger block_size")
         return self.wpe(pos) if self.config.input_kind == 'tokens' else self.pos_table[pos]
@@ -271,7 +276,7 @@ class Transformer(nn.Module):
         if self.config.input_kind == 'tokens':
             if content.dim() != 2:
                 raise UsageError(f"a token model needs (B, S) ids, got shape {tuple(content.shape)}")
-            if content.device.type == 'cpu' and content.numel() and int(content.max()) >= self.config.vocab_size:
+            if self.check_values(content) and int(content.max()) >= self.config.vocab_size:
                 raise UsageError(f"token id {int(content.max())} >= vocab_size={self.config.vocab_size}: "
                                  "the data was tokenised with another vocabulary")
             h = self.wte(content)

@@ -149,6 +149,63 @@ def test_causal_kernel_equals_dense_mask():
     assert (fast - dense).abs().max() <= 1e-5
 
 # -----------------------------------------------------------------------------
+# the compiled paths a GPU run takes, exercised on CPU (inductor): what a first cluster user would otherwise find
+
+COMPILED = [('ar', {}), ('dar', {}), ('vm', dict(two_stream=True)), ('mlm', {})]
+
+
+@pytest.mark.parametrize('objective,options', COMPILED, ids=[o for o, _ in COMPILED])
+def test_compiled_model_equals_eager_and_never_recompiles(objective, options):
+    """torch.compile(model) (train.py's compile=True): loss and every gradient as eager, and batches of other drawn
+    mask ratios (vm) or group sizes (dar) reuse the first compiled graph: masked widths are static."""
+    torch._dynamo.reset()
+    eager = tiny_model().train()
+    compiled_copy = tiny_model().train()
+    compiled_copy.load_state_dict(eager.state_dict())
+    compiled = torch.compile(compiled_copy, dynamic=False)
+    for seed in range(3):
+        batch = Objective(objective, **options).batch(token_batch(B=4, seed=seed), torch.Generator().manual_seed(seed))
+        with torch._dynamo.config.patch(error_on_recompile=seed > 0):
+            _, loss_compiled = compiled(**batch)
+            loss_compiled.backward()
+        _, loss_eager = eager(**batch)
+        loss_eager.backward()
+        assert abs(loss_compiled.item() - loss_eager.item()) <= 1e-5
+        for (name, p_eager), p_compiled in zip(eager.named_parameters(), compiled_copy.parameters()):
+            if p_eager.grad is not None:
+                assert torch.allclose(p_eager.grad, p_compiled.grad, atol=1e-5, rtol=1e-4), name
+        eager.zero_grad(set_to_none=True)
+        compiled_copy.zero_grad(set_to_none=True)
+
+
+@pytest.mark.parametrize('objective,options', COMPILED, ids=[o for o, _ in COMPILED])
+def test_compiled_flex_forward_equals_sdpa(objective, options):
+    """FlexAttention compiled with the model (the CUDA path's kernel, here inductor's CPU one), forward only: the
+    same predictions and loss as dense-mask SDPA, from one BlockMask built from the group ids."""
+    torch._dynamo.reset()
+    sdpa, flex = tiny_model('tokens', 'sdpa'), tiny_model('tokens', 'flex')
+    flex.load_state_dict(sdpa.state_dict())
+    batch = Objective(objective, **options).batch(token_batch(B=4), torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        reference, loss_reference = sdpa(**batch)
+        compiled, loss_compiled = torch.compile(flex, dynamic=False)(**batch)
+    assert (reference - compiled).abs().max() <= 1e-4 and abs(loss_reference - loss_compiled) <= 1e-4
+
+
+@pytest.mark.parametrize('objective,options', OBJECTIVES, ids=IDS)
+def test_bf16_autocast_trains_every_objective(objective, options):
+    """train.py's dtype='bfloat16' (the CUDA default) as CPU autocast: finite loss and gradients, near fp32."""
+    model = tiny_model().train()
+    batch = Objective(objective, **options).batch(token_batch(B=4), torch.Generator().manual_seed(5))
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        _, loss = model(**batch)
+    loss.backward()
+    assert torch.isfinite(loss) and all(p.grad is None or torch.isfinite(p.grad).all() for p in model.parameters())
+    with torch.no_grad():
+        _, loss_fp32 = model(**batch)
+    assert abs(loss.item() - loss_fp32.item()) <= 0.05 * loss_fp32.item()
+
+# -----------------------------------------------------------------------------
 # finite loss and gradients, first-group rows included
 
 @pytest.mark.parametrize('kind', ['tokens', 'patches'])
