@@ -2,6 +2,8 @@
 Speed and memory of every objective side by side: one training step (forward + backward + AdamW) per variant,
 attention backend and sequence length, all in ONE process so that their ratios are comparable.
 
+First thing on a new machine, a one-minute self-check of every path a GPU run takes (one verdict line per check):
+$ python bench.py --check=True
 CPU (the default, a 4 x 256 model; SDPA trains, FlexAttention is timed forward-only: it has no CPU backward):
 $ python bench.py --steps=10
 One GPU, GPT-2 124M (S = 128 / 512 / 1024 timed, 4096 for memory; flex compiled, bf16):
@@ -59,6 +61,8 @@ dtype = 'auto'                # bf16 autocast on CUDA, fp32 on CPU
 compile = 'auto'              # torch.compile the model on CUDA (the flex kernel is always compiled on CUDA)
 seed = 1337
 progress = True
+check = False                 # True: the self-check below (compiled flex = dense SDPA, bf16 compiled steps, speed
+                              # and MFU against the targets), one verdict line each, instead of the benchmark
 # -----------------------------------------------------------------------------
 one_line_errors('bench.py')
 config_keys = [k for k, v in globals().items() if not k.startswith('_') and isinstance(v, (int, float, bool, str, tuple, type(None)))]
@@ -313,6 +317,76 @@ def run_attention(S, B, train):
     release()
     return dict(seq_len=S, batch_size=B, mode='forward+backward' if train else 'forward', dtype=dtype,
                 flex_ms=flex_ms, sdpa_ms=sdpa_ms, speedup=sdpa_ms / flex_ms, ar_causal_ms=causal_ms)
+
+# -----------------------------------------------------------------------------
+# --check=True: what a first GPU user runs before a long job. Each check prints PASS, FAIL or SKIP (needs CUDA: the
+# CPU runs the CPU subset of the same check) and the exit code is 1 if any check failed.
+def verdict(name, ok, detail):
+    print(f"{'PASS' if ok else 'SKIP' if ok is None else 'FAIL'}  {name}: {detail}", flush=True)
+    return ok is not False
+
+def gradients(model):
+    return {name: p.grad.float() for name, p in model.named_parameters() if p.grad is not None}
+
+def self_check():
+    S = speed_lens[-1]
+    B = max(1, tokens_per_step // S)
+    cuda, passed = device_type == 'cuda', []
+    for variant in variants:
+        # 1) compiled block-sparse flex = dense-mask SDPA (fp32): forward and backward (forward only on CPU)
+        batch = to_device(fixed_batch(variant, S, B), device)
+        tokenizer = VARIANTS[variant][1]
+        dense, flex = build_model(S, 'sdpa', tokenizer=tokenizer), build_model(S, 'flex', tokenizer=tokenizer)
+        torch._dynamo.reset()
+        flex_step = torch.compile(flex, dynamic=False)
+        with torch.set_grad_enabled(cuda):
+            out_dense, loss_dense = dense(**batch)
+            out_flex, loss_flex = flex_step(**batch)
+            if cuda:
+                loss_dense.backward()
+                loss_flex.backward()
+        grad_gap = max(((gradients(dense)[k] - g).abs().max() / gradients(dense)[k].abs().max().clamp(min=1e-12))
+                       .item() for k, g in gradients(flex).items()) if cuda else 0.0
+        out_gap = ((out_dense - out_flex).abs().max() / out_dense.abs().max()).item()
+        ok = out_gap < 1e-3 and grad_gap < 1e-2 and math.isfinite(loss_flex.item())
+        passed.append(verdict(f"{variant}: compiled flex {'fwd+bwd' if cuda else 'forward'} = dense SDPA", ok,
+                              f"relative gap: outputs {out_gap:.1e}" + (f", gradients {grad_gap:.1e}" if cuda else
+                                                                       " (CPU has no flex backward)")))
+        # 2) a few compiled steps in the run's precision on one batch (the training backend): finite and learning
+        model, compiled = (flex, flex_step) if cuda else (dense, torch.compile(dense, dynamic=False))
+        model.zero_grad(set_to_none=True)
+        step, optimizer = make_step(compiled, batch, 'train')
+        losses = []
+        for _ in range(6):
+            with autocast, torch.no_grad():
+                losses.append(model(**batch)[1].item())
+            step()
+        ok = all(map(math.isfinite, losses)) and losses[-1] < losses[0]
+        passed.append(verdict(f"{variant}: 5 compiled {dtype} steps on one batch", ok,
+                              f"loss {losses[0]:.3f} -> {losses[-1]:.3f} ({model.config.attn_backend})"))
+        del dense, flex, flex_step, model, compiled, step, optimizer
+        release()
+    rows = run_speed(S, 'train', train_backends)  # 3) speed side by side, MFU against this device's peak
+    fastest_ms = {}
+    for row in rows:
+        fastest_ms[row['variant']] = min(fastest_ms.get(row['variant'], math.inf), row['ms_per_step'])
+    print(f"speed at S={S}, batch {B}: " + ', '.join(f"{r['variant']}/{r['backend']} {r['ms_per_step']:.1f} ms"
+                                                      + (f" MFU {100 * r['mfu']:.1f}%" if r['mfu'] else '') for r in rows))
+    for name, goal in (('dar', DAR_OVER_AR_MAX), ('vm2s', VM2S_OVER_AR_MAX)):
+        if name in fastest_ms and 'ar' in fastest_ms:
+            ratio = fastest_ms[name] / fastest_ms['ar']
+            passed.append(verdict(f"{name} step / ar step <= {goal}", ratio <= goal, f"{ratio:.2f} at S={S}"))
+    mfu = [r['mfu'] for r in rows if r['mfu']]
+    verdict("MFU against this device's peak", (max(mfu) > 0) if mfu else None,
+            f"best {100 * max(mfu):.1f}% (targets at GPT-2 124M, S=1024: ar 45%, dar 40%)" if mfu else
+            f"no known peak for {device_name}" + ('' if cuda else ': needs CUDA'))
+    if not cuda:
+        verdict("flex backward, nccl, bf16 tensor cores", None, "need CUDA: run this again on the GPU machine")
+    print(f"self-check: {sum(passed)} of {len(passed)} checks passed on {device_name}")
+    raise SystemExit(0 if all(passed) else 1)
+
+if check:
+    self_check()
 
 # -----------------------------------------------------------------------------
 # run everything in this one process

@@ -124,3 +124,20 @@ def test_gpt2_config_serves_bench_and_train(tiny_corpus, tmp_path):
                       '--progress=False', timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert '123.59M parameters' in proc.stdout
+
+
+def test_self_check_reports_a_broken_flex_kernel(monkeypatch, capsys):
+    """bench.py --check=True, the CPU subset: a flex kernel that attends wrongly is a FAIL line and exit code 1,
+    the compiled training steps still pass, and what only CUDA can check is a SKIP line saying so."""
+    import model
+    from conftest import run_in_process
+    attend = model.flex_attention
+    monkeypatch.setattr(model, 'flex_attention', lambda q, k, v, block_mask: attend(q, k, v, block_mask) * 1.5)
+    with pytest.raises(SystemExit) as stop:
+        run_in_process('bench.py', '--check=True', '--variants=(vm2s,)', *TINY)
+    lines = capsys.readouterr().out.splitlines()
+    assert stop.value.code == 1
+    assert any(line.startswith('FAIL  vm2s: compiled flex forward = dense SDPA') for line in lines), lines
+    assert any(line.startswith('PASS  vm2s: 5 compiled float32 steps on one batch') for line in lines), lines
+    assert any(line.startswith('SKIP  flex backward, nccl, bf16 tensor cores: need CUDA') for line in lines), lines
+    assert lines[-1].startswith('self-check: 1 of 2 checks passed on CPU')
