@@ -320,7 +320,8 @@ def run_attention(S, B, train):
 
 # -----------------------------------------------------------------------------
 # --check=True: what a first GPU user runs before a long job. Each check prints PASS, FAIL or SKIP (needs CUDA: the
-# CPU runs the CPU subset of the same check) and the exit code is 1 if any check failed.
+# CPU runs the CPU subset of the same check) and the exit code is 1 if any check failed. The speed targets are
+# printed as met / missed / not measurable here; they inform, they do not fail the check.
 def verdict(name, ok, detail):
     print(f"{'PASS' if ok else 'SKIP' if ok is None else 'FAIL'}  {name}: {detail}", flush=True)
     return ok is not False
@@ -366,20 +367,27 @@ def self_check():
                               f"loss {losses[0]:.3f} -> {losses[-1]:.3f} ({model.config.attn_backend})"))
         del dense, flex, flex_step, model, compiled, step, optimizer
         release()
-    rows = run_speed(S, 'train', train_backends)  # 3) speed side by side, MFU against this device's peak
-    fastest_ms = {}
+    rows = run_speed(S, 'train', train_backends)  # 3) speed side by side; the targets: met / missed / not measurable
+    fastest = {}
     for row in rows:
-        fastest_ms[row['variant']] = min(fastest_ms.get(row['variant'], math.inf), row['ms_per_step'])
+        if row['variant'] not in fastest or row['ms_per_step'] < fastest[row['variant']]['ms_per_step']:
+            fastest[row['variant']] = row
     print(f"speed at S={S}, batch {B}: " + ', '.join(f"{r['variant']}/{r['backend']} {r['ms_per_step']:.1f} ms"
                                                       + (f" MFU {100 * r['mfu']:.1f}%" if r['mfu'] else '') for r in rows))
-    for name, goal in (('dar', DAR_OVER_AR_MAX), ('vm2s', VM2S_OVER_AR_MAX)):
-        if name in fastest_ms and 'ar' in fastest_ms:
-            ratio = fastest_ms[name] / fastest_ms['ar']
-            passed.append(verdict(f"{name} step / ar step <= {goal}", ratio <= goal, f"{ratio:.2f} at S={S}"))
-    mfu = [r['mfu'] for r in rows if r['mfu']]
-    verdict("MFU against this device's peak", (max(mfu) > 0) if mfu else None,
-            f"best {100 * max(mfu):.1f}% (targets at GPT-2 124M, S=1024: ar 45%, dar 40%)" if mfu else
-            f"no known peak for {device_name}" + ('' if cuda else ': needs CUDA'))
+    attention = run_attention(S, B, cuda)
+    gpt2_size = (n_layer, n_head, n_embd) == (12, 12, 768) and S == 1024 and dtype == 'bfloat16'
+    ratio = {v: fastest[v]['ms_per_step'] / fastest['ar']['ms_per_step'] for v in fastest if 'ar' in fastest}
+    for name, value, goal, lower, measurable in [
+            ('dar step / ar step', ratio.get('dar'), DAR_OVER_AR_MAX, True, True),
+            ('vm2s step / ar step', ratio.get('vm2s'), VM2S_OVER_AR_MAX, True, True),
+            ('flex / dense-SDPA dar attention fwd+bwd', attention['speedup'], FLEX_ATTN_SPEEDUP_MIN, False,
+             cuda and S == 1024),
+            ('ar MFU', fastest.get('ar', {}).get('mfu'), MFU_AR_MIN, False, cuda and gpt2_size),
+            ('dar MFU', fastest.get('dar', {}).get('mfu'), MFU_DAR_MIN, False, cuda and gpt2_size)]:
+        status = 'not measurable here' if value is None or not measurable else \
+            'met' if (value <= goal if lower else value >= goal) else 'missed'
+        shown = 'n/a' if value is None else f"{value:.2f}"
+        print(f"TARGET {status}  {name} {'<=' if lower else '>='} {goal}: {shown} (S={S}, {device_name})")
     if not cuda:
         verdict("flex backward, nccl, bf16 tensor cores", None, "need CUDA: run this again on the GPU machine")
     print(f"self-check: {sum(passed)} of {len(passed)} checks passed on {device_name}")

@@ -141,3 +141,5 @@ def test_self_check_reports_a_broken_flex_kernel(monkeypatch, capsys):
     assert any(line.startswith('PASS  vm2s: 5 compiled float32 steps on one batch') for line in lines), lines
     assert any(line.startswith('SKIP  flex backward, nccl, bf16 tensor cores: need CUDA') for line in lines), lines
     assert lines[-1].startswith('self-check: 1 of 2 checks passed on CPU')
+    targets = [line for line in lines if line.startswith('TARGET ')]  # informative: no ar here, no GPU
+    assert len(targets) == 5 and all(line.startswith('TARGET not measurable here') for line in targets), targets
