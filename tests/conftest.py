@@ -23,6 +23,12 @@ BOS = 50256
 FIXTURES_GLUE = os.path.join(ROOT, 'tests', 'fixtures', 'glue')  # a few rows of every GLUE task, in GLUE's format
 
 
+def pytest_collection_modifyitems(items):
+    """Tests marked long first: xdist hands tests out in this order, and a long one started last makes one worker
+    run alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker('long') is None)  # a stable sort keeps the rest in order
+
+
 @pytest.fixture(scope='module')
 def one_thread():
     """For modules of tiny ops: a second OpenMP thread only adds barriers, ~20x slower on a busy 2-core machine."""

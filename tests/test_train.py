@@ -115,7 +115,8 @@ def test_every_objective_learns_and_writes_its_outputs(tmp_path, tiny_corpus):
         assert ckpt['config']['objective'] == objective
 
 
-@pytest.mark.parametrize('arm', ['ar', 'vm'])
+@pytest.mark.long
+@pytest.mark.parametrize('arm', ['vm', 'ar'])
 def test_demo_configs_learn_shakespeare_bytes(tmp_path, arm):
     """`make demo`'s configs on the real plays: ar's held-out loss is below the bigram floor within 200 steps (it
     uses more than the previous byte) and vm's below the unigram floor within the demo's 400 (its masked bytes are
