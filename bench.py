@@ -2,7 +2,7 @@
 Speed and memory of every objective side by side: one training step (forward + backward + AdamW) per variant,
 attention backend and sequence length, all in ONE process so that their ratios are comparable.
 
-First thing on a new machine, a one-minute self-check of every path a GPU run takes (one verdict line per check):
+First thing on a new machine, a self-check of every path a GPU run takes (a few minutes; one verdict line each):
 $ python bench.py --check=True
 CPU (the default, a 4 x 256 model; SDPA trains, FlexAttention is timed forward-only: it has no CPU backward):
 $ python bench.py --steps=10
