@@ -1,4 +1,6 @@
 """model.py: masks equal Eq. 24 / GVP Eq. 11-12, nothing leaks, both backends agree, patches round-trip."""
+import shutil
+
 import pytest
 import torch
 
@@ -152,8 +154,11 @@ def test_causal_kernel_equals_dense_mask():
 # the compiled paths a GPU run takes, exercised on CPU (inductor): what a first cluster user would otherwise find
 
 COMPILED = [('ar', {}), ('dar', {}), ('vm', dict(two_stream=True)), ('mlm', {})]
+needs_compiler = pytest.mark.skipif(not (shutil.which('g++') or shutil.which('c++')),
+                                    reason="inductor compiles CPU kernels with a C++ compiler: install g++")
 
 
+@needs_compiler
 @pytest.mark.parametrize('objective,options', COMPILED, ids=[o for o, _ in COMPILED])
 def test_compiled_model_equals_eager_and_never_recompiles(objective, options):
     """torch.compile(model) (train.py's compile=True): loss and every gradient as eager, and batches of other drawn
@@ -178,6 +183,7 @@ def test_compiled_model_equals_eager_and_never_recompiles(objective, options):
         compiled_copy.zero_grad(set_to_none=True)
 
 
+@needs_compiler
 @pytest.mark.parametrize('objective,options', COMPILED, ids=[o for o, _ in COMPILED])
 def test_compiled_flex_forward_equals_sdpa(objective, options):
     """FlexAttention compiled with the model (the CUDA path's kernel, here inductor's CPU one), forward only: the
