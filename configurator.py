@@ -120,6 +120,10 @@ def setup_processes(device='auto', dtype='auto'):
         raise UsageError(f"dtype must be one of {', '.join(map(repr, DTYPES))}, got {dtype!r}")
     if device.startswith('cuda') and not torch.cuda.is_available():
         raise UsageError(f"device={device!r} but this torch sees no CUDA GPU: use --device=cpu (or auto)")
+    if device.startswith('cuda:') and int(device[5:]) >= torch.cuda.device_count():
+        n = torch.cuda.device_count()
+        raise UsageError(f"device={device!r} but this machine has {n} CUDA GPU(s): use --device=cuda:0 to "
+                         f"cuda:{n - 1}, --device=cuda, or --device=cpu")
     if device == 'mps' and not torch.backends.mps.is_available():
         raise UsageError("device='mps' but this machine has no Apple GPU: use --device=cpu (or auto)")
     ddp = 'RANK' in os.environ

@@ -137,6 +137,13 @@ if master:
 
 # -----------------------------------------------------------------------------
 # scoring: per-k NLL sums, gathered over processes
+def scores(nll_sum_by_k, count_by_k):
+    """Per-k NLL sums and counts -> what every row of the report holds: mean NLL, ppl, targets, buckets."""
+    total_nll, total = float(nll_sum_by_k.sum()), int(count_by_k.sum())
+    return dict(nll=total_nll / total, ppl=perplexity(total_nll, total), targets=total,
+                buckets=bucket_table(nll_sum_by_k, count_by_k, buckets), nll_sum_by_k=nll_sum_by_k.tolist(),
+                count_by_k=count_by_k.tolist())
+
 for run in runs:
     model, _ = load_checkpoint(run['path'], device, attn_backend=attn_backend)
     nll_sum_by_k = np.zeros(block_size - 1, dtype=np.float64)
@@ -159,22 +166,18 @@ for run in runs:
     seconds = time.time() - t0
     if not np.isfinite(nll_sum_by_k).all():
         raise UsageError(f"{run['path']} gives non-finite NLLs: the checkpoint's weights are broken (NaN/inf)")
-    total_nll, total = float(nll_sum_by_k.sum()), int(count_by_k.sum())
-    run.update(nll=total_nll / total, ppl=perplexity(total_nll, total), targets=total, seconds=seconds,
-               tokens_per_sec=total / max(seconds, 1e-9), buckets=bucket_table(nll_sum_by_k, count_by_k, buckets),
-               nll_sum_by_k=nll_sum_by_k.tolist(), count_by_k=count_by_k.tolist())
+    run.update(**scores(nll_sum_by_k, count_by_k), seconds=seconds)
+    run['tokens_per_sec'] = run['targets'] / max(seconds, 1e-9)
     del model
 if baselines is not None:  # scored like a checkpoint, on the same windows, so they sit in the same table and plot
-    for name in ('unigram', 'bigram'):
-        nll_sum_by_k = sum(baselines.nll(gather_windows(tokens, starts[first:first + 4096], block_size, bos))[name]
-                           .sum(axis=0) for first in range(0, len(starts), 4096))
-        count_by_k = np.full(block_size - 1, len(starts))
-        total_nll = float(nll_sum_by_k.sum())
+    floor_sums = {'unigram': np.zeros(block_size - 1), 'bigram': np.zeros(block_size - 1)}
+    for first in range(0, len(starts), 4096):
+        for name, nll in baselines.nll(gather_windows(tokens, starts[first:first + 4096], block_size, bos)).items():
+            floor_sums[name] += nll.sum(axis=0)
+    for name, nll_sum_by_k in floor_sums.items():
         runs.append(dict(path=f"{name} counted on {baseline_from}/train.bin", name=f"({name})", objective=name,
-                         style='counts', bert_future=None, nll=total_nll / count_by_k.sum(),
-                         ppl=perplexity(total_nll, count_by_k.sum()), targets=int(count_by_k.sum()), tokens_per_sec=0,
-                         buckets=bucket_table(nll_sum_by_k, count_by_k, buckets), nll_sum_by_k=nll_sum_by_k.tolist(),
-                         count_by_k=count_by_k.tolist()))
+                         style='counts', bert_future=None, tokens_per_sec=0,
+                         **scores(nll_sum_by_k, np.full(block_size - 1, len(starts)))))
 
 # -----------------------------------------------------------------------------
 # report: table, Fig. 3 plot + CSV, JSON summary (rank 0 only)

@@ -336,9 +336,9 @@ def read_meta(data_dir):
         raise UsageError(f"{path} is corrupt: rerun `{prepare_command(data_dir)}`") from None
 
 
-def corpus_tokenizer(data_dir):
-    """The tokenizer a corpus was prepared with (meta.json; 'gpt2' for bins without one)."""
-    meta = read_meta(data_dir) or {}
+def corpus_tokenizer(data_dir, meta=None):
+    """The tokenizer a corpus was prepared with (meta.json, or its already read `meta`; 'gpt2' without one)."""
+    meta = meta or read_meta(data_dir) or {}
     name = meta.get("tokenizer", "gpt2")
     if name not in TOKENIZERS or meta.get("vocab_size", TOKENIZERS[name][0]) != TOKENIZERS[name][0]:
         raise UsageError(f"vocab mismatch: {data_dir} was prepared with tokenizer {name!r} and vocab_size "
@@ -352,7 +352,7 @@ def load_tokens(data_dir, split, tokenizer=None):
     data_dir = Path(data_dir)
     path = data_dir / f"{split}.bin"
     meta = read_meta(data_dir)
-    found = corpus_tokenizer(data_dir)
+    found = corpus_tokenizer(data_dir, meta)
     if tokenizer is not None and found != tokenizer:
         twin = Path(corpus_dir(data_dir.parent / data_dir.name.removesuffix("_bytes"), check_tokenizer(tokenizer)))
         raise UsageError(f"{data_dir} holds {found!r} tokens but the model reads {tokenizer!r} tokens: use "

@@ -2,6 +2,7 @@
 import json
 import os
 import runpy
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,11 @@ if os.environ.get('PYTEST_XDIST_WORKER'):  # two workers on two cores: one threa
 
 BOS = 50256
 FIXTURES_GLUE = os.path.join(ROOT, 'tests', 'fixtures', 'glue')  # a few rows of every GLUE task, in GLUE's format
+
+
+# inductor compiles CPU kernels with a C++ compiler: the compiled-path tests say so where there is none
+needs_compiler = pytest.mark.skipif(not (shutil.which('g++') or shutil.which('c++')),
+                                    reason="inductor compiles CPU kernels with a C++ compiler: install g++")
 
 
 def pytest_collection_modifyitems(items):

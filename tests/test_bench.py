@@ -4,11 +4,10 @@ import csv
 import json
 import math
 import os
-import shutil
 
 import pytest
 
-from conftest import ROOT, run_script
+from conftest import ROOT, needs_compiler, run_script
 
 TINY = ['--n_layer=1', '--n_head=2', '--n_embd=32', '--block_size=32', '--batch_size=2', '--seq_lens=32',
         '--memory_seq_lens=16', '--warmup=1', '--steps=2', '--progress=False']
@@ -127,7 +126,7 @@ def test_gpt2_config_serves_bench_and_train(tiny_corpus, tmp_path):
     assert '123.59M parameters' in proc.stdout
 
 
-@pytest.mark.skipif(not (shutil.which('g++') or shutil.which('c++')), reason="inductor needs a C++ compiler on CPU")
+@needs_compiler
 def test_self_check_reports_a_broken_flex_kernel(monkeypatch, capsys):
     """bench.py --check=True, the CPU subset: a flex kernel that attends wrongly is a FAIL line and exit code 1,
     the compiled training steps still pass, and what only CUDA can check is a SKIP line saying so."""

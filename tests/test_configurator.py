@@ -87,12 +87,14 @@ def test_wrong_values_are_refused_naming_the_accepted_ones(tmp_path, script, key
         assert message.startswith(expected) and '\n' not in message, message
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason='this machine has CUDA')
 @pytest.mark.parametrize('script', sorted(SYSTEM_KEYS))
-def test_cuda_on_a_machine_without_one_says_what_to_use(tmp_path, script):
+def test_a_cuda_device_this_machine_lacks_says_what_to_use(tmp_path, script):
+    """cuda:<one past the last GPU>: on a machine without CUDA, and on one with it."""
     args, _ = script_args(script, tmp_path)
-    message = script_error(script, *args, '--device=cuda:1', '--progress=False')
-    assert 'sees no CUDA GPU' in message and '--device=cpu' in message
+    missing = torch.cuda.device_count()
+    message = script_error(script, *args, f'--device=cuda:{missing}', '--progress=False')
+    expected = 'sees no CUDA GPU' if missing == 0 else f'this machine has {missing} CUDA GPU(s)'
+    assert expected in message and '--device=cpu' in message
 
 # -----------------------------------------------------------------------------
 # numeric keys: one line naming the key and its range, before any work

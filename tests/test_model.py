@@ -1,10 +1,8 @@
 """model.py: masks equal Eq. 24 / GVP Eq. 11-12, nothing leaks, both backends agree, patches round-trip."""
-import shutil
-
 import pytest
 import torch
 
-from conftest import random_tokens
+from conftest import needs_compiler, random_tokens
 from model import (PAD_GROUP, ModelConfig, Transformer, dense_mask, load_checkpoint, open_pairs, patchify,
                    save_checkpoint, unpatchify)
 from objectives import Objective, conditioning_sets, groups_from_sizes, target_positions
@@ -154,8 +152,6 @@ def test_causal_kernel_equals_dense_mask():
 # the compiled paths a GPU run takes, exercised on CPU (inductor): what a first cluster user would otherwise find
 
 COMPILED = [('ar', {}), ('dar', {}), ('vm', dict(two_stream=True)), ('mlm', {})]
-needs_compiler = pytest.mark.skipif(not (shutil.which('g++') or shutil.which('c++')),
-                                    reason="inductor compiles CPU kernels with a C++ compiler: install g++")
 
 
 @needs_compiler
