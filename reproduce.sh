@@ -36,7 +36,9 @@ if [ "$TOKENS" = bytes ]; then
   # compiled: 0.31 s a step against 0.43 eager on one core (inductor's CPU backend, measured 2026-11-23); a checkpoint
   # every 500 steps, so a session that ends mid-run loses at most 500 steps of it
   RECIPE="--max_iters=$BYTE_STEPS --lr_decay_iters=$BYTE_STEPS --compile=True --progress=False"
-  CKPT_EVERY=500; CORPUS=_bytes; TABLE7_ARMS="mlm15 mlm30 vm mlm15_2s mlm30_2s vm_2s"; DEFAULT_STEPS=$BYTE_STEPS
+  CKPT_EVERY=500; CORPUS=_bytes;
+  # the GPT-2 BPE reproduction's runs, where they exist, as a second column of the paired differences
+  GPT2_OUT=${GPT2_OUT:-out/repro}; GPT2_SEEDS=${GPT2_SEEDS:-"1337 1338 1339"}; GPT2_STEPS=1500 TABLE7_ARMS="mlm15 mlm30 vm mlm15_2s mlm30_2s vm_2s"; DEFAULT_STEPS=$BYTE_STEPS
 elif [ "$TOKENS" = gpt2 ]; then
   SEEDS=${SEEDS:-"1337 1338 1339"}
   OUT=${OUT:-out/repro}          # runs
@@ -44,7 +46,7 @@ elif [ "$TOKENS" = gpt2 ]; then
   # one text recipe for every arm (no arm is tuned alone): 2 layers x 64, sequences of 64, 1500 steps of 8
   RECIPE="--n_layer=2 --n_head=2 --n_embd=64 --block_size=64 --batch_size=8 --max_iters=1500 --lr_decay_iters=1500 \
           --warmup_iters=100 --learning_rate=3e-3 --eval_interval=500 --eval_iters=4 --progress=False"
-  CKPT_EVERY=""; CORPUS=""; TABLE7_ARMS="mlm15 mlm30 vm"; DEFAULT_STEPS=1500
+  CKPT_EVERY=""; GPT2_OUT=""; GPT2_SEEDS=""; GPT2_STEPS=""; CORPUS=""; TABLE7_ARMS="mlm15 mlm30 vm"; DEFAULT_STEPS=1500
 else
   echo "reproduce.sh: TOKENS must be gpt2 or bytes, got $TOKENS" >&2; exit 2
 fi
@@ -182,11 +184,12 @@ vision() {
 }
 
 summary() {  # every table: mean ± sample std over pretraining seeds; dar - ar etc. as paired differences
-  $PYTHON - $OUT $RES "$SEEDS" $DEFAULT_STEPS <<'PY'
+  $PYTHON - $OUT $RES "$SEEDS" $DEFAULT_STEPS "$GPT2_OUT" "$GPT2_SEEDS" "$GPT2_STEPS" <<'PY'
 import csv, glob, json, os, shutil, sys
 import numpy as np
 from evals.plot import line_plot
 out, res, seeds, default_steps = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4]
+gpt2_out, gpt2_seeds, gpt2_steps = sys.argv[5], sys.argv[6].split(), sys.argv[7]
 os.makedirs(res, exist_ok=True)
 md = [f"Seeds {', '.join(seeds)}; mean ± sample std over seeds. Verdict on a paired difference: 'yes' = the mean "
       "goes the paper's way and every seed agrees, 'weak' = the mean does but some seed does not, 'no' = the mean "
@@ -208,6 +211,10 @@ def diff_row(label, base, other, sign, fmt='.2f'):
     diffs = np.subtract(other, base)
     return f"| {label} | {ms(diffs, fmt)} | {verdict(diffs, sign)} |"
 
+def gpt2_cell(diffs, sign, fmt):  # the GPT-2 BPE reproduction's paired difference, or '–' where it was not run
+    return '–' if diffs is None else f"{ms(diffs, fmt)} ({verdict(diffs, sign)})"
+gpt2_header = [f"GPT-2 BPE, {gpt2_steps} steps ({len(gpt2_seeds)} seeds)"] if gpt2_out else []
+
 def table(title, header, rows):
     md.extend([f"### {title}", "", '| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)] + rows + [""])
 
@@ -221,33 +228,40 @@ if os.path.exists(f'{out}/toy/toy_tails_r2_s6_T2.csv'):
     shutil.copy(f'{out}/toy/toy_spectra_r2_s6_T2.png', res); shutil.copy(f'{out}/toy/toy_spectra_r2_s6_T2.csv', res)
 
 # Table 7 / Fig. 3, one table per training budget that has been run
+def short_ppl(run):  # prefixes k < 8: the first 4 buckets
+    return np.exp(sum(b['nll_sum'] for b in run['buckets'][:4]) / sum(b['targets'] for b in run['buckets'][:4]))
+
+def table7_runs(run_dir, seeds, data, reading='ppl'):  # {model: [its summary.json row, one per seed]}, or None
+    paths = [f'{run_dir}/{reading}-{data}-{s}/summary.json' for s in seeds]
+    if not all(os.path.exists(p) for p in paths):
+        return None
+    runs = [json.load(open(p))['checkpoints'] for p in paths]
+    return {seed_of(os.path.dirname(c['name']) or c['name'])[0]: [run[i] for run in runs] for i, c in enumerate(runs[0])}
+
+gpt2_t7 = {d: table7_runs(f'{gpt2_out}/table7', gpt2_seeds, d) if gpt2_out else None for d in ('shakespeare', 'wikipedia')}
 for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
     suffix = run_dir.split('table7')[-1]
     steps = suffix.lstrip('-') or default_steps
-    if not all(os.path.exists(f'{run_dir}/ppl-{d}-{s}/summary.json') for d in ('shakespeare', 'wikipedia') for s in seeds):
+    runs7 = {d: table7_runs(run_dir, seeds, d) for d in ('shakespeare', 'wikipedia')}
+    if None in runs7.values():
         continue
     # the [MASK]-after-target reading (eval_ppl --bert_future=mask) as extra columns, once every seed has it
-    masked_reading = all(os.path.exists(f'{run_dir}/ppl-mask-{d}-{s}/summary.json')
-                         for d in ('shakespeare', 'wikipedia') for s in seeds)
-    rows, ppl7 = [], {}
-    def short_ppl(run):  # prefixes k < 8: the first 4 buckets
-        return np.exp(sum(b['nll_sum'] for b in run['buckets'][:4]) / sum(b['targets'] for b in run['buckets'][:4]))
-    for data in ('shakespeare', 'wikipedia'):
-        runs = [json.load(open(f'{run_dir}/ppl-{data}-{s}/summary.json'))['checkpoints'] for s in seeds]
-        if masked_reading:
-            mask_runs = [json.load(open(f'{run_dir}/ppl-mask-{data}-{s}/summary.json'))['checkpoints'] for s in seeds]
+    mask7 = {d: table7_runs(run_dir, seeds, d, 'ppl-mask') for d in ('shakespeare', 'wikipedia')}
+    masked_reading = None not in mask7.values()
+    rows, ppl7, short7 = [], {}, {}
+    for data, by_model in runs7.items():
         curves = {}
-        for i, c in enumerate(runs[0]):
-            name = seed_of(os.path.dirname(c['name']) or c['name'])[0]
-            ppl7[data, name] = [run[i]['ppl'] for run in runs]
-            short = [short_ppl(run[i]) for run in runs]
-            row = f"| {data} | {name} | {ms(ppl7[data, name], '.1f')} | {ms(short, '.1f')} |"
+        for name, runs in by_model.items():
+            ppl7[data, name] = [run['ppl'] for run in runs]
+            short7[data, name] = [short_ppl(run) for run in runs]
+            row = f"| {data} | {name} | {ms(ppl7[data, name], '.1f')} | {ms(short7[data, name], '.1f')} |"
             if masked_reading:
-                row += (f" {ms([run[i]['ppl'] for run in mask_runs], '.1f')} |"
-                        f" {ms([short_ppl(run[i]) for run in mask_runs], '.1f')} |")
+                mask_runs = mask7[data][name]
+                row += (f" {ms([run['ppl'] for run in mask_runs], '.1f')} |"
+                        f" {ms([short_ppl(run) for run in mask_runs], '.1f')} |")
             rows.append(row)
-            ks = [b['k_first'] + 1 for b in c['buckets']]
-            curves[name] = (ks, [float(np.mean([run[i]['buckets'][j]['ppl'] for run in runs])) for j in range(len(ks))])
+            ks = [b['k_first'] + 1 for b in runs[0]['buckets']]
+            curves[name] = (ks, [float(np.mean([run['buckets'][j]['ppl'] for run in runs])) for j in range(len(ks))])
         line_plot(f'{res}/fig3_ppl_by_k_{data}{suffix}.png', curves, title=f'Fig. 3: ppl by conditioning length, '
                   f'{data}, {steps} steps (mean of {len(seeds)} seeds)', xlabel='k+1 (bucket start)', ylabel='ppl',
                   logx=True, logy=True)
@@ -256,34 +270,53 @@ for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
         header += ["ppl, [MASK] after target", "at k < 8, [MASK] after target"]
     table(f"Table 7 / Fig. 3: perplexity of masked models, {steps} steps", header, rows)
     pairs = [(m, 'vm') for m in ('mlm15', 'mlm30')] + [(m, 'vm_2s') for m in ('mlm15_2s', 'mlm30_2s')]
+    def gpt2_diff(d, m, v):  # the same one-stream difference in the GPT-2 BPE reproduction
+        runs = gpt2_t7[d]
+        if runs is None or m not in runs or v not in runs:
+            return None
+        return np.subtract([r['ppl'] for r in runs[v]], [r['ppl'] for r in runs[m]])
     table(f"Table 7, {steps} steps: paired differences (paper: vm below both fixed ratios)",
-          ["difference", "ppl", "paper's way?"],
+          ["difference", "ppl", "paper's way?", "at k < 8"] + gpt2_header,
           [diff_row(f"{d}: {v} - {m}", ppl7[d, m], ppl7[d, v], -1, '.1f')
+           + f" {diff_cell(short7[d, m], short7[d, v], -1, '.1f')} |"
+           + (f" {gpt2_cell(gpt2_diff(d, m, v), -1, '.1f')} |" if gpt2_out else '')
            for d in ('shakespeare', 'wikipedia') for m, v in pairs if (d, m) in ppl7 and (d, v) in ppl7])
 
 # Table 2: ar vs dar on the offline suite
 tasks = [('polarity', 'acc'), ('hedge', 'mcc'), ('plagiarism', 'acc'), ('lee_sts', 'pearson')]
-for mode, files in (('linprobe', [f'{out}/text/linprobe/glue_linprobe.json']),
-                    ('finetune', [f'{out}/text/finetune-{a}/glue_finetune.json' for a in ('ar', 'dar')])):
+cols = [t for t, _ in tasks] + ['avg']
+
+def table2_scores(out, seeds, mode):  # {(arm, task): [score, one per seed]}, or None before every seed has it
+    files = ([f'{out}/text/linprobe/glue_linprobe.json'] if mode == 'linprobe' else
+             [f'{out}/text/finetune-{a}/glue_finetune.json' for a in ('ar', 'dar')])
     if not all(os.path.exists(f) for f in files):
-        continue
+        return None
     scores = {}
     for f in files:
         for row in json.load(open(f))['summary']:
             arm, seed = seed_of(os.path.dirname(row['ckpt']))
             for task, _ in tasks:
-                first = next(iter(row['medians'][task].values()))
-                scores.setdefault((arm, task), {})[seed] = first
+                scores.setdefault((arm, task), {})[seed] = next(iter(row['medians'][task].values()))
             scores.setdefault((arm, 'avg'), {})[seed] = row['averages']['offline avg']
-    cols = [t for t, _ in tasks] + ['avg']
-    vals = {k: [v[s] for s in seeds] for k, v in scores.items()}
+    if not all(s in v for v in scores.values() for s in seeds):
+        return None
+    return {k: [v[s] for s in seeds] for k, v in scores.items()}
+
+for mode in ('linprobe', 'finetune'):
+    vals = table2_scores(out, seeds, mode)
+    if vals is None:
+        continue
     rows = [f"| {arm} | " + ' | '.join(ms(vals[arm, t], '.1f') for t in cols) + ' |' for arm in ('ar', 'dar')]
     rows.append("| dar - ar | " + ' | '.join(diff_cell(vals['ar', t], vals['dar', t], 1, '.1f') for t in cols) + ' |')
+    gpt2 = table2_scores(gpt2_out, gpt2_seeds, mode) if gpt2_out else None
+    if gpt2:
+        rows.append(f"| dar - ar, {gpt2_header[0]} | " +
+                    ' | '.join(diff_cell(gpt2['ar', t], gpt2['dar', t], 1, '.1f') for t in cols) + ' |')
     table(f"Table 2: ar vs dar t = 2 on the offline suite, {mode}",
           ["model"] + [f"{t} ({m})" for t, m in tasks] + ["average"], rows)
 
 # Fig. 2: connectivity (top pairwise inner products of pooled features), raw and cosine
-for scale, suffix in (('raw inner products (App. B.2)', ''), ('cosine similarities', '-cosine')):
+def connectivity(out, seeds, suffix):  # {model: {seed: top inner products}}, or None before every seed has it
     conn = {}
     for seed in seeds:
         path = f'{out}/fig2{suffix}/{seed}/connectivity.csv'
@@ -291,7 +324,14 @@ for scale, suffix in (('raw inner products (App. B.2)', ''), ('cosine similariti
             for r in csv.DictReader(open(path)):
                 model = 'ar' if ' ar ' in r['series'] else 'mlm15'
                 conn.setdefault(model, {}).setdefault(seed, []).append(float(r['inner product']))
-    if not conn or not all(len(v) == len(seeds) for v in conn.values()):
+    return conn if conn and all(len(v) == len(seeds) for v in conn.values()) else None
+
+def last_rank_ratio(conn, seeds):  # mlm 0.15 over ar at the last kept rank, per seed
+    return np.array([conn['mlm15'][s][-1] / conn['ar'][s][-1] for s in seeds])
+
+for scale, suffix in (('raw inner products (App. B.2)', ''), ('cosine similarities', '-cosine')):
+    conn = connectivity(out, seeds, suffix)
+    if conn is None:
         continue
     curves, rows = {}, []
     for model, by_seed in conn.items():
@@ -301,8 +341,12 @@ for scale, suffix in (('raw inner products (App. B.2)', ''), ('cosine similariti
         rows.append(f"| {model} | {ms(top[:, 0], '.3g')} | {ms(top[:, 99], '.3g')} | {ms(top[:, -1], '.3g')} |")
     line_plot(f'{res}/fig2_connectivity{suffix}.png', curves, title=f'Fig. 2: top pairs of pooled features, {scale} '
               f'(mean of {len(seeds)} seeds)', xlabel='pair rank', ylabel='inner product', logx=True)
-    ratio = np.array([conn['mlm15'][s][-1] / conn['ar'][s][-1] for s in seeds])
+    ratio = last_rank_ratio(conn, seeds)
     rows.append(f"| mlm15 / ar at the last kept rank | | | {ms(ratio, '.3g')} ({verdict(ratio - 1, 1)}) |")
+    gpt2 = connectivity(gpt2_out, gpt2_seeds, suffix) if gpt2_out else None
+    if gpt2:
+        ratio = last_rank_ratio(gpt2, gpt2_seeds)
+        rows.append(f"| the same ratio, {gpt2_header[0]} | | | {ms(ratio, '.3g')} ({verdict(ratio - 1, 1)}) |")
     table(f"Fig. 2: connectivity, {scale}, ar vs mlm 0.15 (paper: mlm's curve above ar's)",
           ["model", "top-1 pair", "100th pair", f"{top.shape[1]}th pair"], rows)
 
