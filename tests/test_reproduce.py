@@ -115,6 +115,12 @@ def test_byte_level_runs_use_the_byte_configs_and_corpora(tmp_path):
     assert {args[1] for args in train} == {f'config/{arm}_shakespeare_bytes.py' for arm in
                                           ('mlm15', 'mlm30', 'vm', 'mlm15_2s', 'mlm30_2s', 'vm_2s', 'ar', 'dar')}
     assert all(args[-1].startswith(f"--out_dir={tmp_path / 'out'}") for args in train)
+    # a checkpoint every 500 steps (a session that ends mid-run loses at most that), compiled on the CPU
+    assert all('--eval_interval=500' in args and '--compile=True' in args for args in train)
+    # Table 7 one seed at a time: a seed's evaluations come before the next seed's runs
+    table7 = [c.split() for c in calls if c.startswith(('train.py config/mlm', 'train.py config/vm', 'eval_ppl.py'))]
+    order = [next(a.rsplit('-', 1)[1] for a in args if a.startswith('--out_dir=')) for args in table7]
+    assert order == sorted(order) and len(set(order)) == 5, order
     prepares = [c for c in calls if c.startswith(('data/shakespeare', 'data/wikipedia'))]
     assert len(prepares) == 3 and all(c.endswith('--tokenizer=bytes') for c in prepares)
     ppl = [c.split() for c in calls if c.startswith('eval_ppl.py')]
@@ -124,3 +130,61 @@ def test_byte_level_runs_use_the_byte_configs_and_corpora(tmp_path):
     bad = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'summary'], env={**env, 'TOKENS': 'chars'},
                          capture_output=True, text=True)
     assert bad.returncode == 2 and 'TOKENS must be gpt2 or bytes' in bad.stderr
+
+
+def write_ppl_summary(path, ppl_by_model, short_by_model):
+    """An eval_ppl summary.json in the folder `path`: per model its overall ppl and 8 buckets, the first 4 (k < 8) at `short` ppl."""
+    import json
+    import math
+    checkpoints = []
+    for name, ppl in ppl_by_model.items():
+        buckets = [dict(k_first=2 ** j - 1, targets=10, nll_sum=10 * math.log(short_by_model[name] if j < 4 else ppl),
+                        ppl=short_by_model[name] if j < 4 else ppl) for j in range(8)]
+        checkpoints.append(dict(name=name if name.startswith('(') else f'/runs/table7/{name}/ckpt_best.pt', ppl=ppl,
+                                buckets=buckets))
+    path.mkdir(parents=True, exist_ok=True)
+    (path / 'summary.json').write_text(json.dumps(dict(checkpoints=checkpoints)))
+
+
+def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_path):
+    """TOKENS=bytes summary: vm - mlm paired by seed (overall and at k < 8), the GPT-2 BPE reproduction's same
+    difference beside it ('–' where it has no two-stream runs), and the budget check's fall over the last steps."""
+    import json
+    out, res, gpt2 = tmp_path / 'out', tmp_path / 'res', tmp_path / 'gpt2'
+    arms = ['mlm15', 'mlm30', 'vm', 'mlm15_2s', 'mlm30_2s', 'vm_2s']
+    for i, seed in enumerate(SEEDS):
+        ppl = {'mlm15': 10.0, 'mlm30': 9.0, 'vm': 9.5 - 1.0 * (i == 0), 'mlm15_2s': 8.0, 'mlm30_2s': 8.0,
+               'vm_2s': 7.0 + 0.5 * i, '(unigram)': 20.0}
+        short = {name: value * 2 for name, value in ppl.items()}
+        short['vm'] = 30.0  # above every fixed-ratio model at short prefixes on every seed
+        for data in ('shakespeare', 'wikipedia'):
+            for reading in ('ppl', 'ppl-mask'):
+                write_ppl_summary(out / f'table7/{reading}-{data}-{seed}', {**{f'{a}-{seed}': ppl[a] for a in arms},
+                                  '(unigram)': 20.0}, {**{f'{a}-{seed}': short[a] for a in arms}, '(unigram)': 40.0})
+        for arm in arms:  # validation loss 3.0 at 1000, 2.8 at 2000, 2.75 at 2500, 2.7 + seed offset at 3000
+            run = out / f'table7/{arm}-{seed}'
+            run.mkdir(parents=True)
+            losses = {1000: 3.0, 2000: 2.8, 2500: 2.75, 3000: 2.7 + 0.01 * i}
+            (run / 'log.jsonl').write_text(''.join(json.dumps(dict(iter=k, val_loss=v)) + '\n' for k, v in losses.items()))
+            (run / 'loss.csv').write_text('iter,val_loss\n')
+    for seed in ('1', '2'):  # the GPT-2 reproduction: one-stream only, vm above mlm 0.15 on both seeds
+        for data in ('shakespeare', 'wikipedia'):
+            write_ppl_summary(gpt2 / f'table7/ppl-{data}-{seed}', {f'mlm15-{seed}': 700.0, f'mlm30-{seed}': 800.0,
+                              f'vm-{seed}': 750.0}, {f'mlm15-{seed}': 900.0, f'mlm30-{seed}': 900.0, f'vm-{seed}': 900.0})
+    env = dict(TOKENS='bytes', OUT=str(out), RES=str(res), SEEDS=' '.join(SEEDS), GPT2_OUT=str(gpt2), GPT2_SEEDS='1 2',
+               PYTHON=sys.executable, PATH='/usr/bin:/bin')
+    result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'summary'], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    tables = (res / 'tables.md').read_text()
+    assert 'GPT-2 BPE, 1500 steps (2 seeds)' in tables
+    cells = row(tables, 'shakespeare: vm - mlm15').split(' | ')
+    assert cells[1:3] == ['-0.8 ± 0.6', 'yes']             # -1.5, -0.5, -0.5: lower on every seed
+    assert cells[3].endswith('(no)')                        # at k < 8 vm is the worst on every seed
+    assert cells[4] == '50.0 ± 0.0 (no) |'                  # the GPT-2 runs: 750 - 700 on both seeds
+    assert row(tables, 'shakespeare: vm - mlm30').split(' | ')[2] == 'no'          # -0.5, +0.5, +0.5
+    assert row(tables, 'wikipedia: vm_2s - mlm15_2s').split(' | ')[2] == 'weak'   # -1, -0.5, 0
+    assert row(tables, 'shakespeare: vm_2s - mlm30_2s').endswith('| – |')
+    budget = row(tables, 'vm_2s').split(' | ')
+    assert budget[1:4] == ['2.710 ± 0.010', '-0.090 ± 0.010', '-0.040 ± 0.010 |']
+    assert (res / 'table7_val_loss.png').exists() and (res / 'table7_val_loss.csv').exists()
+    assert (res / 'fig3_ppl_by_k_wikipedia.png').exists()
