@@ -55,7 +55,7 @@ glue-offline: setup
 reproduce: setup
 	PYTHON=$(PYTHON) bash reproduce.sh all
 
-# the text comparisons again at byte level, 5 seeds (about 8 h on 2 CPU cores; resumes where it stopped)
+# the text comparisons again at byte level, 5 seeds (about 10 h on 2 CPU cores; resumes where it stopped)
 reproduce-bytes: setup
 	TOKENS=bytes PYTHON=$(PYTHON) bash reproduce.sh all
 

@@ -23,7 +23,7 @@
 #   B4 (Fig. 2): mlm 0.15's cosine connectivity is above ar's at the last kept rank, on every seed.
 # Budget (results/bytes-curves/, seed 1337, 1500 steps): ar's validation loss flattens by ~1200 steps (1.77 -> 1.70
 # from 1000 to 1500); vm's masked loss is still falling at 1500 (2.94 -> 2.76), so every arm gets BYTE_STEPS=3000,
-# the same for all, about 23 minutes a run on one core.
+# the same for all: 27 minutes a run on one core, two runs side by side (measured, seed 1337), about 10 hours in all.
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python}
@@ -34,9 +34,9 @@ if [ "$TOKENS" = bytes ]; then
   OUT=${OUT:-out/repro-bytes}; RES=${RES:-results/repro-bytes}
   BYTE_STEPS=${BYTE_STEPS:-3000}
   # the configs' own recipe (config/shakespeare_bytes.py) at the budget above
-  # compiled: 0.31 s a step against 0.43 eager on one core (inductor's CPU backend, measured 2026-11-23); a checkpoint
-  # every 500 steps, so a session that ends mid-run loses at most 500 steps of it
-  RECIPE="--max_iters=$BYTE_STEPS --lr_decay_iters=$BYTE_STEPS --compile=True --progress=False"
+  # a checkpoint every 500 steps, so a session that ends mid-run loses at most 500 steps of it. Eager: compiled
+  # (inductor's CPU backend) steps were no faster at one thread (0.44-0.50 s against 0.45-0.48, 2026-11-23)
+  RECIPE="--max_iters=$BYTE_STEPS --lr_decay_iters=$BYTE_STEPS --progress=False"
   CKPT_EVERY=500; CORPUS=_bytes;
   # the GPT-2 BPE reproduction's runs, where they exist, as a second column of the paired differences
   GPT2_OUT=${GPT2_OUT:-out/repro}; GPT2_SEEDS=${GPT2_SEEDS:-"1337 1338 1339"}; GPT2_STEPS=1500 TABLE7_ARMS="mlm15 mlm30 vm mlm15_2s mlm30_2s vm_2s"; DEFAULT_STEPS=$BYTE_STEPS

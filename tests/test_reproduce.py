@@ -115,8 +115,8 @@ def test_byte_level_runs_use_the_byte_configs_and_corpora(tmp_path):
     assert {args[1] for args in train} == {f'config/{arm}_shakespeare_bytes.py' for arm in
                                           ('mlm15', 'mlm30', 'vm', 'mlm15_2s', 'mlm30_2s', 'vm_2s', 'ar', 'dar')}
     assert all(args[-1].startswith(f"--out_dir={tmp_path / 'out'}") for args in train)
-    # a checkpoint every 500 steps (a session that ends mid-run loses at most that), compiled on the CPU
-    assert all('--eval_interval=500' in args and '--compile=True' in args for args in train)
+    # a checkpoint every 500 steps: a session that ends mid-run loses at most that
+    assert all('--eval_interval=500' in args for args in train)
     # Table 7 one seed at a time: a seed's evaluations come before the next seed's runs
     table7 = [c.split() for c in calls if c.startswith(('train.py config/mlm', 'train.py config/vm', 'eval_ppl.py'))]
     order = [next(a.rsplit('-', 1)[1] for a in args if a.startswith('--out_dir=')) for args in table7]
