@@ -87,7 +87,7 @@ def test_every_run_gets_the_whole_recipe(tmp_path):
         assert {'--learning_rate=3e-3', '--warmup_iters=100', '--eval_iters=4', '--progress=False'} <= set(args)
     assert sum('--max_iters=40' in args for args in train) == 6
     assert sum(c.startswith('eval_ppl.py') for c in calls) == 2 * 2 * 2  # seeds x data sets x bert_future readings
-    assert sum(c.startswith('eval_glue.py') for c in calls) == 3
+    assert sum(c.startswith("eval_glue.py") for c in calls) == 2 * 3  # seeds x (linear probe, fine-tune ar, dar)
     assert sum(c.startswith('eval_vision.py') for c in calls) == 2 * 4
     connectivity = [c.split() for c in calls if c.startswith('theory.py connectivity')]
     assert len(connectivity) == 2 * 2  # raw and cosine, per seed
@@ -188,3 +188,47 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
     assert budget[1:4] == ['2.710 ± 0.010', '-0.090 ± 0.010', '-0.040 ± 0.010 |']
     assert (res / 'table7_val_loss.png').exists() and (res / 'table7_val_loss.csv').exists()
     assert (res / 'fig3_ppl_by_k_wikipedia.png').exists()
+
+
+def test_byte_level_all_runs_one_seed_at_a_time(tmp_path):
+    """`TOKENS=bytes reproduce.sh all`: every comparison of a seed (Table 7, Table 2 with its probes, Fig. 2) before
+    the next seed's first run, so a reproduction stopped halfway leaves whole seeds; the summary last."""
+    log, fake = tmp_path / 'calls.log', tmp_path / 'python'
+    fake.write_text(f'#!/bin/bash\necho "$@" >> {log}\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, TOKENS='bytes', OUT=str(tmp_path / 'out'), RES=str(tmp_path / 'res'), PYTHON=str(fake),
+               SEEDS='7 8')
+    result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'all'], env=env, capture_output=True, text=True)
+    assert result.returncode == 0 and result.stderr == '', result.stderr
+    calls = [c.split() for c in log.read_text().splitlines() if not c.startswith('data/')]
+    seed_of_call = [next(a for a in args if a.startswith('--out_dir='))[-1] for args in calls[:-1]]
+    assert seed_of_call == sorted(seed_of_call), seed_of_call
+    assert len(seed_of_call) == 2 * (6 + 4 + 2 + 3 + 2) and calls[-1][0] == '-'  # runs and evaluations; summary
+    assert not any(args[0] == 'eval_glue.py' and len([a for a in args if a.startswith('--ckpt=')]) > 2 for args in calls)
+
+
+def test_table2_reads_per_seed_files_and_a_run_of_all_seeds_alike(tmp_path):
+    """Table 2's scores are read per checkpoint row, so the byte-level files (one per seed) and the GPT-2 runs' files
+    (one for all seeds) give the same table; dar above ar on every seed is 'yes'."""
+    import json
+    tasks = {'polarity': 'acc', 'hedge': 'mcc', 'plagiarism': 'acc', 'lee_sts': 'pearson'}
+
+    def summary_row(arm, seed, score):
+        return dict(ckpt=f'/runs/text/{arm}-{seed}/ckpt_best.pt', medians={t: {m: score} for t, m in tasks.items()},
+                    averages={'offline avg': score})
+    score = {('ar', s): 50.0 + i for i, s in enumerate(SEEDS)}
+    score.update({('dar', s): 51.0 + 2 * i for i, s in enumerate(SEEDS)})
+    tables = []
+    for layout in ('per seed', 'all seeds'):
+        out = tmp_path / layout.replace(' ', '_')
+        files = ({f'linprobe-{s}/glue_linprobe.json': [summary_row(a, s, score[a, s]) for a in ('ar', 'dar')]
+                  for s in SEEDS} if layout == 'per seed' else
+                 {'linprobe/glue_linprobe.json': [summary_row(a, s, score[a, s]) for a in ('ar', 'dar') for s in SEEDS]})
+        for name, rows in files.items():
+            path = out / 'text' / name
+            path.parent.mkdir(parents=True)
+            path.write_text(json.dumps(dict(summary=rows)))
+        tables.append(summarize(out, tmp_path / f'res_{len(tables)}'))
+    assert tables[0] == tables[1]
+    assert row(tables[0], 'dar - ar').endswith('| 2.0 ± 1.0 (yes) |')  # 1, 2, 3 points above ar
+    assert row(tables[0], 'ar').startswith('| ar | 51.0 ± 1.0 |')
