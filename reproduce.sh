@@ -53,9 +53,9 @@ else
 fi
 TOKENIZER_FLAG=""; [ "$TOKENS" = bytes ] && TOKENIZER_FLAG=--tokenizer=bytes
 
-train() {  # train <out_dir> <config and overrides...>: skipped when the run finished, resumed when interrupted
+train() {  # train <out_dir> <config and overrides...>: resumed from its last checkpoint when there is one (a finished
+  # run resumed returns at once; a run stopped by a signal wrote its plot too, so only train.py knows which it is)
   local dir=$1; shift
-  [ -f $dir/ckpt_best.pt ] && [ -f $dir/loss.csv ] && return 0
   local start=--init_from=scratch
   [ -f $dir/ckpt_last.pt ] && start=--init_from=resume
   $PYTHON train.py "$@" $start --out_dir=$dir >/dev/null

@@ -13,6 +13,7 @@ $ torchrun --nproc_per_node=8 --nnodes=2 --node_rank=0 --master_addr=$MASTER_ADD
 import json
 import math
 import os
+import signal
 import sys
 import time
 from dataclasses import asdict
@@ -278,6 +279,7 @@ bar = tqdm(total=max_iters, initial=iter_num, disable=not (master and progress),
 train_loss_sum, train_loss_count = torch.zeros((), device=device), 0
 tokens_per_step = batch_size * (block_size if input_kind == 'tokens' else model_config.block_size) * accum * world_size
 model.train()
+stopping = False
 while iter_num < max_iters:
     lr = lr_at(iter_num, learning_rate, warmup_iters, lr_decay_iters, min_lr, schedule)
     for group in optimizer.param_groups:
@@ -351,3 +353,5 @@ if master and os.path.exists(log_path):
               title=f"{pretraining.label} on {dataset}", xlabel='iter', ylabel='loss')
 if ddp:
     dist.destroy_process_group()
+if stopping:  # saved, not finished: the status a signal gives, so no wrapper (reproduce.sh, a scheduler) counts it done
+    sys.exit(128 + (stop_signal[0] if stop_signal else signal.SIGTERM))
