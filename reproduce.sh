@@ -228,12 +228,15 @@ if os.path.exists(f'{out}/toy/toy_tails_r2_s6_T2.csv'):
     shutil.copy(f'{out}/toy/toy_spectra_r2_s6_T2.png', res); shutil.copy(f'{out}/toy/toy_spectra_r2_s6_T2.csv', res)
 
 # Budgets (issue 15: train each arm until its validation loss flattens): validation loss by step, mean over seeds
-def budget_check(title, run_dirs, plot):  # run_dirs: {arm: [its run directory, one per seed]}
+def budget_check(title, run_dirs, plot, steps):  # run_dirs: {arm: [its run directory, one per seed]}
     curves, rows = {}, []
     for arm, dirs in run_dirs.items():
-        if not all(os.path.exists(f'{d}/loss.csv') for d in dirs):  # loss.csv: the run has finished
+        logs = [f'{d}/log.jsonl' for d in dirs]
+        if not all(os.path.exists(p) for p in logs):
             continue
-        by_iter = [{r['iter']: r['val_loss'] for r in map(json.loads, open(f'{d}/log.jsonl'))} for d in dirs]
+        by_iter = [{r['iter']: r['val_loss'] for r in map(json.loads, open(p))} for p in logs]
+        if not all(max(run) == int(steps) for run in by_iter):  # every seed's run has finished its budget
+            continue
         iters = sorted(set.intersection(*map(set, by_iter)))
         loss = np.array([[run[i] for i in iters] for run in by_iter])
         curves[arm] = (iters, loss.mean(axis=0))
@@ -289,7 +292,7 @@ for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
     table(f"Table 7 / Fig. 3: perplexity of masked models, {steps} steps", header, rows)
     budget_check(f"Table 7, {steps} steps: validation loss by step (nats per masked target)",
                  {m: [f'{run_dir}/{m}-{s}' for s in seeds] for m in runs7['shakespeare'] if not m.startswith('(')},
-                 f'{res}/table7_val_loss{suffix}.png')
+                 f'{res}/table7_val_loss{suffix}.png', steps)
     pairs = [(m, 'vm') for m in ('mlm15', 'mlm30')] + [(m, 'vm_2s') for m in ('mlm15_2s', 'mlm30_2s')]
     def gpt2_diff(d, m, v):  # the same one-stream difference in the GPT-2 BPE reproduction
         runs = gpt2_t7[d]
@@ -330,7 +333,8 @@ for mode in ('linprobe', 'finetune'):
     rows.append("| dar - ar | " + ' | '.join(diff_cell(vals['ar', t], vals['dar', t], 1, '.1f') for t in cols) + ' |')
     if mode == 'linprobe':
         budget_check("Table 2: validation loss by step (nats per target)",
-                     {a: [f'{out}/text/{a}-{s}' for s in seeds] for a in ('ar', 'dar')}, f'{res}/table2_val_loss.png')
+                     {a: [f'{out}/text/{a}-{s}' for s in seeds] for a in ('ar', 'dar')}, f'{res}/table2_val_loss.png',
+                     default_steps)
     gpt2 = table2_scores(gpt2_out, gpt2_seeds, mode) if gpt2_out else None
     if gpt2:
         rows.append(f"| dar - ar, {gpt2_header[0]} | " +
