@@ -66,16 +66,14 @@ toy() {
   $PYTHON theory.py tails --r=2 --s=6 --T=2 --out_dir=$OUT/toy
 }
 
-two_at_a_time() {  # run the given command lines two at a time (one per core); fail if any of them fails
-  local pids=() cmd pid failed=0
+two_at_a_time() {  # run the given command lines two at a time (one per core), each as soon as a core is free;
+  # fail if any of them fails
+  local cmd running=0 failed=0
   for cmd in "$@"; do
-    eval "$cmd" & pids+=($!)
-    if [ ${#pids[@]} = 2 ]; then
-      for pid in "${pids[@]}"; do wait $pid || failed=1; done
-      pids=()
-    fi
+    if [ $running = 2 ]; then wait -n || failed=1; running=$((running - 1)); fi
+    eval "$cmd" & running=$((running + 1))
   done
-  for pid in "${pids[@]}"; do wait $pid || failed=1; done
+  while [ $running -gt 0 ]; do wait -n || failed=1; running=$((running - 1)); done
   [ $failed = 0 ] || { echo "reproduce.sh: a run failed: rerun it alone to see its error" >&2; return 1; }
 }
 

@@ -234,3 +234,25 @@ def test_table2_reads_per_seed_files_and_a_run_of_all_seeds_alike(tmp_path):
     assert tables[0] == tables[1]
     assert row(tables[0], 'dar - ar').endswith('| 2.0 ± 1.0 (yes) |')  # 1, 2, 3 points above ar
     assert row(tables[0], 'ar').startswith('| ar | 51.0 ± 1.0 |')
+
+
+def test_a_free_core_takes_the_next_run_at_once(tmp_path):
+    """Runs are pooled two at a time, not paired: a long run does not hold back the runs queued after its partner
+    (the two-stream and dar runs take up to twice as long as the others)."""
+    log, fake = tmp_path / 'calls.log', tmp_path / 'python'
+    fake.write_text(f'#!/bin/bash\ncase "$*" in *config/mlm15_shakespeare*) sleep 4 ;; esac\necho "$@" >> {log}\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, OUT=str(tmp_path / 'out'), RES=str(tmp_path / 'res'), SEEDS='7', PYTHON=str(fake))
+    result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'table7'], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    train = [c.split()[1] for c in log.read_text().splitlines() if c.startswith('train.py')]
+    assert train == ['config/mlm30_shakespeare.py', 'config/vm_shakespeare.py', 'config/mlm15_shakespeare.py'], train
+
+
+def test_a_failed_run_fails_the_section(tmp_path):
+    fake = tmp_path / 'python'
+    fake.write_text('#!/bin/bash\ncase "$*" in *config/vm_shakespeare*) exit 3 ;; esac\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, OUT=str(tmp_path / 'out'), RES=str(tmp_path / 'res'), SEEDS='7', PYTHON=str(fake))
+    result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'table7'], env=env, capture_output=True, text=True)
+    assert result.returncode != 0 and 'a run failed' in result.stderr
