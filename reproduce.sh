@@ -23,7 +23,8 @@
 #   B4 (Fig. 2): mlm 0.15's cosine connectivity is above ar's at the last kept rank, on every seed.
 # Budget (results/bytes-curves/, seed 1337, 1500 steps): ar's validation loss flattens by ~1200 steps (1.77 -> 1.70
 # from 1000 to 1500); vm's masked loss is still falling at 1500 (2.94 -> 2.76), so every arm gets BYTE_STEPS=3000,
-# the same for all: 27 minutes a run on one core, two runs side by side (measured, seed 1337), about 10 hours in all.
+# the same for all: 23 (ar) to 42 (dar) minutes a run on one core, two side by side (measured, seed 1337), about
+# 10 hours in all.
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python}
