@@ -141,9 +141,10 @@ fig2() {  # 8000 held-out windows, top 1e5 pairs (App. B.2); the table2 ar and t
     for variant in raw cosine; do
       local flag="" dir=fig2
       if [ $variant = cosine ]; then flag=--cosine=True; dir=fig2-cosine; fi
-      runs+=("$PYTHON theory.py connectivity --ckpt=$OUT/text/ar-$seed/ckpt_best.pt \
-              --ckpt=$OUT/table7/mlm15-$seed/ckpt_best.pt --dataset=shakespeare$CORPUS $flag \
-              --out_dir=$OUT/$dir/$seed >/dev/null")
+      [ -f $OUT/$dir/$seed/connectivity.csv ] ||
+        runs+=("$PYTHON theory.py connectivity --ckpt=$OUT/text/ar-$seed/ckpt_best.pt \
+                --ckpt=$OUT/table7/mlm15-$seed/ckpt_best.pt --dataset=shakespeare$CORPUS $flag \
+                --out_dir=$OUT/$dir/$seed >/dev/null")
     done
   done
   two_at_a_time "${runs[@]}"
