@@ -10,8 +10,8 @@
 #   vision   Tables 3, 8, 9 on Fashion-MNIST: ar vs dar t = 2..4 (probe, fine-tune); mae 0.75 / 0.5 / vm (recon)
 #   summary  the tables (mean ± std over seeds, paired differences) and plots, from whatever has been run
 # Usage: bash reproduce.sh [toy|table7 [steps]|table2|fig2|vision|summary|all] (all, at byte level: table7, table2,
-# fig2, summary). A finished run is skipped, so an interrupted reproduce.sh picks up where it stopped. Two jobs at a
-# time (the development machine has 2 cores).
+# fig2, summary). A run with a checkpoint is resumed (a finished one returns at once) and a written evaluation is
+# kept, so an interrupted reproduce.sh picks up where it stopped. Two jobs at a time (the machine has 2 cores).
 #
 # TOKENS=bytes bash reproduce.sh table7|table2|fig2|summary: the text comparisons again at byte level (issue 15), where
 # the models learn context (config/*_shakespeare_bytes.py; runs in out/repro-bytes, tables in results/repro-bytes;
@@ -38,9 +38,9 @@ if [ "$TOKENS" = bytes ]; then
   # a checkpoint every 500 steps, so a session that ends mid-run loses at most 500 steps of it. Eager: compiled
   # (inductor's CPU backend) steps were no faster at one thread (0.44-0.50 s against 0.45-0.48, 2026-11-23)
   RECIPE="--max_iters=$BYTE_STEPS --lr_decay_iters=$BYTE_STEPS --progress=False"
-  CKPT_EVERY=500; CORPUS=_bytes;
+  CKPT_EVERY=500; CORPUS=_bytes; TABLE7_ARMS="mlm15 mlm30 vm mlm15_2s mlm30_2s vm_2s"; DEFAULT_STEPS=$BYTE_STEPS
   # the GPT-2 BPE reproduction's runs, where they exist, as a second column of the paired differences
-  GPT2_OUT=${GPT2_OUT:-out/repro}; GPT2_SEEDS=${GPT2_SEEDS:-"1337 1338 1339"}; GPT2_STEPS=1500 TABLE7_ARMS="mlm15 mlm30 vm mlm15_2s mlm30_2s vm_2s"; DEFAULT_STEPS=$BYTE_STEPS
+  GPT2_OUT=${GPT2_OUT:-out/repro}; GPT2_SEEDS=${GPT2_SEEDS:-"1337 1338 1339"}; GPT2_STEPS=1500
 elif [ "$TOKENS" = gpt2 ]; then
   SEEDS=${SEEDS:-"1337 1338 1339"}
   OUT=${OUT:-out/repro}          # runs
@@ -211,8 +211,6 @@ def diff_row(label, base, other, sign, fmt='.2f'):
     diffs = np.subtract(other, base)
     return f"| {label} | {ms(diffs, fmt)} | {verdict(diffs, sign)} |"
 
-def gpt2_cell(diffs, sign, fmt):  # the GPT-2 BPE reproduction's paired difference, or '–' where it was not run
-    return '–' if diffs is None else f"{ms(diffs, fmt)} ({verdict(diffs, sign)})"
 gpt2_header = [f"GPT-2 BPE, {gpt2_steps} steps ({len(gpt2_seeds)} seeds)"] if gpt2_out else []
 
 def table(title, header, rows):
@@ -294,16 +292,16 @@ for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
                  {m: [f'{run_dir}/{m}-{s}' for s in seeds] for m in runs7['shakespeare'] if not m.startswith('(')},
                  f'{res}/table7_val_loss{suffix}.png', steps)
     pairs = [(m, 'vm') for m in ('mlm15', 'mlm30')] + [(m, 'vm_2s') for m in ('mlm15_2s', 'mlm30_2s')]
-    def gpt2_diff(d, m, v):  # the same one-stream difference in the GPT-2 BPE reproduction
+    def gpt2_cell(d, m, v):  # the same one-stream difference in the GPT-2 BPE reproduction, '–' where it was not run
         runs = gpt2_t7[d]
         if runs is None or m not in runs or v not in runs:
-            return None
-        return np.subtract([r['ppl'] for r in runs[v]], [r['ppl'] for r in runs[m]])
+            return '–'
+        return diff_cell([r['ppl'] for r in runs[m]], [r['ppl'] for r in runs[v]], -1, '.1f')
     table(f"Table 7, {steps} steps: paired differences (paper: vm below both fixed ratios)",
           ["difference", "ppl", "paper's way?", "at k < 8"] + gpt2_header,
           [diff_row(f"{d}: {v} - {m}", ppl7[d, m], ppl7[d, v], -1, '.1f')
            + f" {diff_cell(short7[d, m], short7[d, v], -1, '.1f')} |"
-           + (f" {gpt2_cell(gpt2_diff(d, m, v), -1, '.1f')} |" if gpt2_out else '')
+           + (f" {gpt2_cell(d, m, v)} |" if gpt2_out else '')
            for d in ('shakespeare', 'wikipedia') for m, v in pairs if (d, m) in ppl7 and (d, v) in ppl7])
 
 # Table 2: ar vs dar on the offline suite
@@ -325,16 +323,14 @@ def table2_scores(out, seeds, mode):  # {(arm, task): [score, one per seed]}, or
         return None
     return {k: [v[s] for s in seeds] for k, v in scores.items()}
 
+budget_check("Table 2: validation loss by step (nats per target)",
+             {a: [f'{out}/text/{a}-{s}' for s in seeds] for a in ('ar', 'dar')}, f'{res}/table2_val_loss.png', default_steps)
 for mode in ('linprobe', 'finetune'):
     vals = table2_scores(out, seeds, mode)
     if vals is None:
         continue
     rows = [f"| {arm} | " + ' | '.join(ms(vals[arm, t], '.1f') for t in cols) + ' |' for arm in ('ar', 'dar')]
     rows.append("| dar - ar | " + ' | '.join(diff_cell(vals['ar', t], vals['dar', t], 1, '.1f') for t in cols) + ' |')
-    if mode == 'linprobe':
-        budget_check("Table 2: validation loss by step (nats per target)",
-                     {a: [f'{out}/text/{a}-{s}' for s in seeds] for a in ('ar', 'dar')}, f'{res}/table2_val_loss.png',
-                     default_steps)
     gpt2 = table2_scores(gpt2_out, gpt2_seeds, mode) if gpt2_out else None
     if gpt2:
         rows.append(f"| dar - ar, {gpt2_header[0]} | " +

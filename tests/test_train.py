@@ -81,15 +81,13 @@ def test_sigterm_saves_and_resumes(tmp_path, tiny_corpus):
     assert 0 < ckpt['iter'] < 100000
     assert 'init_from=resume' in stdout + stderr
     # resuming continues from the saved step; a finished run resumed returns at once and leaves its files alone
-    resumed = subprocess.run([sys.executable, 'train.py', f'--dataset={tiny_corpus}', f'--out_dir={out}', *TINY,
-                              f"--max_iters={ckpt['iter'] + 2}", '--eval_interval=100000', '--init_from=resume'],
-                             cwd=ROOT, capture_output=True, text=True)
+    resume = [sys.executable, 'train.py', f'--dataset={tiny_corpus}', f'--out_dir={out}', *TINY,
+              f"--max_iters={ckpt['iter'] + 2}", '--eval_interval=100000', '--init_from=resume']
+    resumed = subprocess.run(resume, cwd=ROOT, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     assert read_checkpoint(out / 'ckpt_last.pt')['iter'] == ckpt['iter'] + 2
     before = (out / 'ckpt_last.pt').stat().st_mtime_ns
-    again = subprocess.run([sys.executable, 'train.py', f'--dataset={tiny_corpus}', f'--out_dir={out}', *TINY,
-                            f"--max_iters={ckpt['iter'] + 2}", '--eval_interval=100000', '--init_from=resume'],
-                           cwd=ROOT, capture_output=True, text=True)
+    again = subprocess.run(resume, cwd=ROOT, capture_output=True, text=True)
     assert again.returncode == 0 and (out / 'ckpt_last.pt').stat().st_mtime_ns == before, again.stderr
 
 
