@@ -11,7 +11,8 @@
 #   summary  the tables (mean ± std over seeds, paired differences) and plots, from whatever has been run
 # Usage: bash reproduce.sh [toy|table7 [steps]|table2|fig2|vision|summary|all] (all, at byte level: table7, table2,
 # fig2, summary). A run with a checkpoint is resumed (a finished one returns at once) and a written evaluation is
-# kept, so an interrupted reproduce.sh picks up where it stopped. Two jobs at a time (the machine has 2 cores).
+# kept, so an interrupted reproduce.sh picks up where it stopped. Two jobs at a time (the machine has 2 cores), each as
+# soon as the runs it reads have ended (bash >= 5.1).
 #
 # TOKENS=bytes bash reproduce.sh table7|table2|fig2|summary: the text comparisons again at byte level (issue 15), where
 # the models learn context (config/*_shakespeare_bytes.py; runs in out/repro-bytes, tables in results/repro-bytes;
@@ -26,6 +27,7 @@
 # the same for all: 23 (ar) to 42 (dar) minutes a run on one core, two side by side (measured, seed 1337), about
 # 10 hours in all.
 set -euo pipefail
+[ "${BASH_VERSINFO[0]}${BASH_VERSINFO[1]}" -ge 51 ] || { echo "reproduce.sh needs bash >= 5.1 (wait -p)" >&2; exit 2; }
 cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
@@ -67,87 +69,106 @@ toy() {
   $PYTHON theory.py tails --r=2 --s=6 --T=2 --out_dir=$OUT/toy
 }
 
-two_at_a_time() {  # run the given command lines two at a time (one per core), each as soon as a core is free;
-  # fail if any of them fails
-  local cmd running=0 failed=0
-  for cmd in "$@"; do
-    if [ $running = 2 ]; then wait -n || failed=1; running=$((running - 1)); fi
-    eval "$cmd" & running=$((running + 1))
+# ---- a job queue: sections queue their runs and evaluations; run_queue runs them two at a time (one per core), each
+# as soon as a core is free and the jobs it reads have ended, in queue order among those ready. So no core waits on a
+# comparison it has no part in (Table 2's fine-tune of ar starts while dar, twice as slow, still trains).
+JOB_NAMES=(); JOB_NEEDS=(); JOB_CMDS=()
+queue() {  # queue <name> "<names of the jobs it reads>" <command>: names are out_dirs; a name not queued is taken as
+  # done (`reproduce.sh fig2` alone reads checkpoints an earlier call trained)
+  JOB_NAMES+=("$1"); JOB_NEEDS+=("$2"); JOB_CMDS+=("$3")
+}
+run_queue() {  # fail if any job fails; a job whose input failed is not started
+  local -A state=() name_of_pid=()
+  local i need ready pid running=0 failed=()
+  for i in "${!JOB_NAMES[@]}"; do state[${JOB_NAMES[$i]}]=queued; done
+  while :; do
+    for i in "${!JOB_NAMES[@]}"; do
+      [ $running -lt 2 ] || break
+      [ ${state[${JOB_NAMES[$i]}]} = queued ] || continue
+      ready=1
+      for need in ${JOB_NEEDS[$i]}; do
+        case ${state[$need]:-done} in
+          done) ;;
+          failed|skipped) ready=0; state[${JOB_NAMES[$i]}]=skipped; failed+=("${JOB_NAMES[$i]} (needs $need)"); break ;;
+          *) ready=0 ;;
+        esac
+      done
+      [ $ready = 1 ] || continue
+      eval "${JOB_CMDS[$i]}" & name_of_pid[$!]=${JOB_NAMES[$i]}; state[${JOB_NAMES[$i]}]=running
+      running=$((running + 1))
+    done
+    [ $running -gt 0 ] || break
+    if wait -n -p pid; then state[${name_of_pid[$pid]}]=done
+    else state[${name_of_pid[$pid]}]=failed; failed+=("${name_of_pid[$pid]}"); fi
+    running=$((running - 1))
   done
-  while [ $running -gt 0 ]; do wait -n || failed=1; running=$((running - 1)); done
-  [ $failed = 0 ] || { echo "reproduce.sh: a run failed: rerun it alone to see its error" >&2; return 1; }
+  JOB_NAMES=(); JOB_NEEDS=(); JOB_CMDS=()
+  [ ${#failed[@]} = 0 ] || { echo "reproduce.sh: failed: ${failed[*]}; rerun a failed one alone to see its error" >&2
+                             return 1; }
 }
 
 table7() {  # table7 [steps]: the default budget's runs go to $OUT/table7, any other budget to $OUT/table7-<steps>
-  local steps=${1:-$DEFAULT_STEPS} dir=$OUT/table7 runs=() seed arm data
+  local steps=${1:-$DEFAULT_STEPS} dir=$OUT/table7 seed arm data future name
   [ "$steps" = $DEFAULT_STEPS ] || dir=$OUT/table7-$steps
   $PYTHON data/shakespeare/prepare.py $TOKENIZER_FLAG >/dev/null
   $PYTHON data/wikipedia/prepare.py $TOKENIZER_FLAG >/dev/null
-  # one seed at a time, its evaluations right after its runs: an interrupted reproduction leaves whole seeds behind,
-  # and `SEEDS="1337 1338" bash reproduce.sh summary` tables them
   for seed in $SEEDS; do
-    runs=()
     for arm in $TABLE7_ARMS; do
-      runs+=("train $dir/$arm-$seed config/${arm}_shakespeare$CORPUS.py $RECIPE --max_iters=$steps --lr_decay_iters=$steps \
-              --eval_interval=${CKPT_EVERY:-$((steps / 3))} --seed=$seed")
+      queue $dir/$arm-$seed "" "train $dir/$arm-$seed config/${arm}_shakespeare$CORPUS.py $RECIPE --max_iters=$steps \
+            --lr_decay_iters=$steps --eval_interval=${CKPT_EVERY:-$((steps / 3))} --seed=$seed"
     done
-    two_at_a_time "${runs[@]}"
-    runs=()
     # both readings of a BERT prefix (issue 13): the positions after the target left out (ppl-*) or [MASK] (ppl-mask-*)
     for data in shakespeare wikipedia; do
       for future in invisible mask; do
-        local name=ppl-$data-$seed
+        name=ppl-$data-$seed
         [ $future = mask ] && name=ppl-mask-$data-$seed
         [ -f $dir/$name/summary.json ] ||
-          runs+=("$PYTHON eval_ppl.py config/eval_ppl_$data$CORPUS.py --max_tokens=6000 --progress=False \
-                  --bert_future=$future --out_dir=$dir/$name $(printf -- "--ckpt=$dir/%s-$seed/ckpt_best.pt " \
-                  $TABLE7_ARMS) >/dev/null")
+          queue $dir/$name "$(printf -- "$dir/%s-$seed " $TABLE7_ARMS)" \
+                "$PYTHON eval_ppl.py config/eval_ppl_$data$CORPUS.py --max_tokens=6000 --progress=False \
+                 --bert_future=$future --out_dir=$dir/$name $(printf -- "--ckpt=$dir/%s-$seed/ckpt_best.pt " \
+                 $TABLE7_ARMS) >/dev/null"
       done
     done
-    two_at_a_time "${runs[@]}"
   done
 }
 
-table2() {  # one seed at a time, like table7: pretrain ar and dar, then probe and fine-tune that seed's pair
+table2() {  # pretrain ar and dar, then probe and fine-tune each seed's pair
   $PYTHON data/shakespeare/prepare.py $TOKENIZER_FLAG >/dev/null
   $PYTHON data/glue/prepare_offline.py >/dev/null
-  local runs=() seed arm
+  local seed arm text=$OUT/text
   for seed in $SEEDS; do
-    runs=()
     for arm in ar dar; do
-      runs+=("train $OUT/text/$arm-$seed config/${arm}_shakespeare$CORPUS.py $RECIPE ${CKPT_EVERY:+--eval_interval=$CKPT_EVERY} \
-              --seed=$seed")
+      queue $text/$arm-$seed "" "train $text/$arm-$seed config/${arm}_shakespeare$CORPUS.py $RECIPE \
+            ${CKPT_EVERY:+--eval_interval=$CKPT_EVERY} --seed=$seed"
     done
-    two_at_a_time "${runs[@]}"
     # fine-tuning: the committed recipe except 2 epochs (CPU time) and lr 1e-3 (Cramming's 4e-5 is set for a 110M
     # model; not tried on this one), one fine-tuning seed per pretraining seed; both arms alike
-    runs=()
-    [ -f $OUT/text/linprobe-$seed/glue_linprobe.json ] ||
-      runs+=("$PYTHON eval_glue.py config/linprobe_glue_offline.py --ckpt=$OUT/text/ar-$seed/ckpt_best.pt \
-              --ckpt=$OUT/text/dar-$seed/ckpt_best.pt --progress=False --out_dir=$OUT/text/linprobe-$seed >/dev/null")
+    [ -f $text/linprobe-$seed/glue_linprobe.json ] ||
+      queue $text/linprobe-$seed "$text/ar-$seed $text/dar-$seed" "$PYTHON eval_glue.py config/linprobe_glue_offline.py \
+            --ckpt=$text/ar-$seed/ckpt_best.pt --ckpt=$text/dar-$seed/ckpt_best.pt --progress=False \
+            --out_dir=$text/linprobe-$seed >/dev/null"
     for arm in ar dar; do
-      [ -f $OUT/text/finetune-$arm-$seed/glue_finetune.json ] ||
-        runs+=("$PYTHON eval_glue.py config/glue_offline.py --ckpt=$OUT/text/$arm-$seed/ckpt_best.pt --epochs=2 \
-                --learning_rate=1e-3 --seeds=0 --progress=False --out_dir=$OUT/text/finetune-$arm-$seed >/dev/null")
+      [ -f $text/finetune-$arm-$seed/glue_finetune.json ] ||
+        queue $text/finetune-$arm-$seed $text/$arm-$seed "$PYTHON eval_glue.py config/glue_offline.py \
+              --ckpt=$text/$arm-$seed/ckpt_best.pt --epochs=2 --learning_rate=1e-3 --seeds=0 --progress=False \
+              --out_dir=$text/finetune-$arm-$seed >/dev/null"
     done
-    two_at_a_time "${runs[@]}"
   done
 }
 
 fig2() {  # 8000 held-out windows, top 1e5 pairs (App. B.2); the table2 ar and table7 mlm 0.15 checkpoints
-  local runs=() seed
+  local seed variant flag dir
   for seed in $SEEDS; do
     # raw: App. B.2's inner products; cosine: the same with the feature norm taken out
     for variant in raw cosine; do
-      local flag="" dir=fig2
+      flag="" dir=fig2
       if [ $variant = cosine ]; then flag=--cosine=True; dir=fig2-cosine; fi
       [ -f $OUT/$dir/$seed/connectivity.csv ] ||
-        runs+=("$PYTHON theory.py connectivity --ckpt=$OUT/text/ar-$seed/ckpt_best.pt \
-                --ckpt=$OUT/table7/mlm15-$seed/ckpt_best.pt --dataset=shakespeare$CORPUS $flag \
-                --out_dir=$OUT/$dir/$seed >/dev/null")
+        queue $OUT/$dir/$seed "$OUT/text/ar-$seed $OUT/table7/mlm15-$seed" "$PYTHON theory.py connectivity \
+              --ckpt=$OUT/text/ar-$seed/ckpt_best.pt --ckpt=$OUT/table7/mlm15-$seed/ckpt_best.pt \
+              --dataset=shakespeare$CORPUS $flag --out_dir=$OUT/$dir/$seed >/dev/null"
     done
   done
-  two_at_a_time "${runs[@]}"
 }
 
 # Fashion-MNIST: config/<arm>_fmnist.py as committed (4 x 128 ViT, 7 x 7 patches, 1000 steps)
@@ -157,30 +178,27 @@ vision_config() {  # arm -> config file and overrides (dar t = 2..4 share config
 }
 vision() {
   $PYTHON data/fmnist/prepare.py >/dev/null
-  local runs=() seed arm pair
+  local seed arm pair vision=$OUT/vision
   for seed in $SEEDS; do
     for arm in $VISION_ARMS; do
-      runs+=("train $OUT/vision/$arm-$seed $(vision_config $arm) --seed=$seed --progress=False")
+      queue $vision/$arm-$seed "" "train $vision/$arm-$seed $(vision_config $arm) --seed=$seed --progress=False"
     done
-  done
-  two_at_a_time "${runs[@]}"
-  runs=()
-  for seed in $SEEDS; do
-    local ckpt="--ckpt=$OUT/vision/%s-$seed/ckpt_best.pt" common="--progress=False --seed=$seed"
-    [ -f $OUT/vision/eval-$seed/linprobe.csv ] ||
-      runs+=("$PYTHON eval_vision.py config/linprobe_fmnist.py $(printf -- "$ckpt " ar dar2 dar3 dar4) $common \
-              --out_dir=$OUT/vision/eval-$seed >/dev/null")
-    [ -f $OUT/vision/eval-$seed/recon.csv ] ||
-      runs+=("$PYTHON eval_vision.py config/recon_fmnist.py $(printf -- "$ckpt " mae75 mae50 vm) $common \
-              --out_dir=$OUT/vision/eval-$seed >/dev/null")
+    local ckpt="--ckpt=$vision/%s-$seed/ckpt_best.pt" common="--progress=False --seed=$seed"
+    [ -f $vision/eval-$seed/linprobe.csv ] ||
+      queue $vision/eval-$seed/linprobe "$(printf -- "$vision/%s-$seed " ar dar2 dar3 dar4)" "$PYTHON eval_vision.py \
+            config/linprobe_fmnist.py $(printf -- "$ckpt " ar dar2 dar3 dar4) $common --out_dir=$vision/eval-$seed \
+            >/dev/null"
+    [ -f $vision/eval-$seed/recon.csv ] ||
+      queue $vision/eval-$seed/recon "$(printf -- "$vision/%s-$seed " mae75 mae50 vm)" "$PYTHON eval_vision.py \
+            config/recon_fmnist.py $(printf -- "$ckpt " mae75 mae50 vm) $common --out_dir=$vision/eval-$seed >/dev/null"
     # fine-tuning on a 15000-image subset (CPU time), the same subset and recipe for every arm
     for pair in "ar dar2" "dar3 dar4"; do
-      [ -f $OUT/vision/ft-${pair/ /-}-$seed/finetune.csv ] ||
-        runs+=("$PYTHON eval_vision.py config/finetune_fmnist.py $(printf -- "$ckpt " $pair) $common \
-                --train_subset=15000 --out_dir=$OUT/vision/ft-${pair/ /-}-$seed >/dev/null")
+      [ -f $vision/ft-${pair/ /-}-$seed/finetune.csv ] ||
+        queue $vision/ft-${pair/ /-}-$seed "$(printf -- "$vision/%s-$seed " $pair)" "$PYTHON eval_vision.py \
+              config/finetune_fmnist.py $(printf -- "$ckpt " $pair) $common --train_subset=15000 \
+              --out_dir=$vision/ft-${pair/ /-}-$seed >/dev/null"
     done
   done
-  two_at_a_time "${runs[@]}"
 }
 
 summary() {  # every table: mean ± sample std over pretraining seeds; dar - ar etc. as paired differences
@@ -426,11 +444,14 @@ PY
 }
 
 case "${1:-all}" in
-  toy|table2|fig2|vision|summary) $1 ;;
-  table7) table7 "${2:-$DEFAULT_STEPS}" ;;
-  all) if [ "$TOKENS" = bytes ]; then  # the text comparisons only, a seed at a time: a stop leaves whole seeds
-         for seed in $SEEDS; do SEEDS=$seed table7; SEEDS=$seed table2; SEEDS=$seed fig2; done
+  toy|summary) $1 ;;
+  table2|fig2|vision) $1; run_queue ;;
+  table7) table7 "${2:-$DEFAULT_STEPS}"; run_queue ;;
+  # at byte level, the text comparisons only, seed by seed: a seed's jobs go ahead of the next seed's, so a stop
+  # leaves whole seeds (a later seed's job starts only when no job of an earlier one is ready to)
+  all) if [ "$TOKENS" = bytes ]; then
+         for seed in $SEEDS; do SEEDS=$seed table2; SEEDS=$seed fig2; SEEDS=$seed table7; done
        else toy; table7; table7 4000; table2; fig2; vision; fi
-       summary ;;
+       run_queue; summary ;;
   *) echo "usage: bash reproduce.sh [toy|table7 [steps]|table2|fig2|vision|summary|all]" >&2; exit 2 ;;
 esac

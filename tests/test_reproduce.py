@@ -117,10 +117,6 @@ def test_byte_level_runs_use_the_byte_configs_and_corpora(tmp_path):
     assert all(args[-1].startswith(f"--out_dir={tmp_path / 'out'}") for args in train)
     # a checkpoint every 500 steps: a session that ends mid-run loses at most that
     assert all('--eval_interval=500' in args for args in train)
-    # Table 7 one seed at a time: a seed's evaluations come before the next seed's runs
-    table7 = [c.split() for c in calls if c.startswith(('train.py config/mlm', 'train.py config/vm', 'eval_ppl.py'))]
-    order = [next(a.rsplit('-', 1)[1] for a in args if a.startswith('--out_dir=')) for args in table7]
-    assert order == sorted(order) and len(set(order)) == 5, order
     prepares = [c for c in calls if c.startswith(('data/shakespeare', 'data/wikipedia'))]
     assert len(prepares) == 3 and all(c.endswith('--tokenizer=bytes') for c in prepares)
     ppl = [c.split() for c in calls if c.startswith('eval_ppl.py')]
@@ -192,21 +188,86 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
     assert (res / 'fig3_ppl_by_k_wikipedia.png').exists()
 
 
-def test_byte_level_all_runs_one_seed_at_a_time(tmp_path):
-    """`TOKENS=bytes reproduce.sh all`: every comparison of a seed (Table 7, Table 2 with its probes, Fig. 2) before
-    the next seed's first run, so a reproduction stopped halfway leaves whole seeds; the summary last."""
-    log, fake = tmp_path / 'calls.log', tmp_path / 'python'
-    fake.write_text(f'#!/bin/bash\necho "$@" >> {log}\n')
+def timed_fake(tmp_path, sleeps='', fail=''):
+    """A stand-in python that logs 'start <out_dir>' and 'end <out_dir>' around each job; `sleeps` is a bash case
+    body (pattern) sleep n ;; and a job whose arguments match `fail` exits 3."""
+    log, fake = tmp_path / 'events.log', tmp_path / 'python'
+    fake.write_text(f"""#!/bin/bash
+dir=""; for a in "$@"; do case $a in --out_dir=*) dir=${{a#--out_dir=}} ;; esac; done
+[ -n "$dir" ] || exit 0
+echo "start $dir" >> {log}
+case "$*" in {sleeps} *) ;; esac
+{f'case "$*" in {fail}) exit 3 ;; esac' if fail else ''}
+echo "end $dir" >> {log}
+""")
     fake.chmod(0o755)
+    return log, fake
+
+
+def needs_of(job, seed):
+    """What each byte-level job reads: the runs that must have ended before it starts."""
+    name = job.rsplit('/', 2)
+    if '/table7/ppl' in job:
+        return {job.rsplit('/', 1)[0] + f'/{arm}-{seed}' for arm in ('mlm15', 'mlm30', 'vm', 'mlm15_2s', 'mlm30_2s', 'vm_2s')}
+    out = job.split('/table7/')[0].split('/text/')[0].rsplit('/fig2', 1)[0]
+    if '/linprobe-' in job:
+        return {f'{out}/text/ar-{seed}', f'{out}/text/dar-{seed}'}
+    if '/finetune-' in job:
+        return {f"{out}/text/{name[-1].split('-')[1]}-{seed}"}
+    if '/fig2' in job:
+        return {f'{out}/text/ar-{seed}', f'{out}/table7/mlm15-{seed}'}
+    return set()
+
+
+def test_byte_level_all_runs_seed_by_seed_and_each_job_after_what_it_reads(tmp_path):
+    """`TOKENS=bytes reproduce.sh all`: no job starts before the runs it reads have ended, and a later seed's job
+    starts only when no job of an earlier seed is ready to (so a stop leaves whole seeds); the summary last."""
+    log, fake = timed_fake(tmp_path, sleeps='*dar_shakespeare*) sleep 0.6 ;; *train.py*) sleep 0.2 ;;')
     env = dict(os.environ, TOKENS='bytes', OUT=str(tmp_path / 'out'), RES=str(tmp_path / 'res'), PYTHON=str(fake),
                SEEDS='7 8')
     result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'all'], env=env, capture_output=True, text=True)
     assert result.returncode == 0 and result.stderr == '', result.stderr
-    calls = [c.split() for c in log.read_text().splitlines() if not c.startswith('data/')]
-    seed_of_call = [next(a for a in args if a.startswith('--out_dir='))[-1] for args in calls[:-1]]
-    assert seed_of_call == sorted(seed_of_call), seed_of_call
-    assert len(seed_of_call) == 2 * (6 + 4 + 2 + 3 + 2) and calls[-1][0] == '-'  # runs and evaluations; summary
-    assert not any(args[0] == 'eval_glue.py' and len([a for a in args if a.startswith('--ckpt=')]) > 2 for args in calls)
+    events = [line.split(' ', 1) for line in log.read_text().splitlines()]
+    jobs = [job for kind, job in events if kind == 'start']
+    assert len(jobs) == len(set(jobs)) == 2 * (6 + 4 + 2 + 3 + 2)  # runs and evaluations, each once
+    seed_of = {job: job.rsplit('/', 1)[1].rsplit('-', 1)[-1] for job in jobs}
+    ended, started = set(), set()
+    for kind, job in events:
+        if kind == 'end':
+            ended.add(job)
+            continue
+        assert needs_of(job, seed_of[job]) <= ended, (job, 'started before what it reads ended')
+        for waiting in set(jobs) - started:  # an earlier seed's job that could have started instead
+            assert not (seed_of[waiting] < seed_of[job] and needs_of(waiting, seed_of[waiting]) <= ended), (job, waiting)
+        started.add(job)
+
+
+def test_a_job_starts_as_soon_as_the_runs_it_reads_end(tmp_path):
+    """Table 2: ar's fine-tune does not wait for dar (twice as slow) to end; the probe, which reads both, does."""
+    log, fake = timed_fake(tmp_path, sleeps='*dar_shakespeare*) sleep 2 ;;')
+    env = dict(os.environ, TOKENS='bytes', OUT=str(tmp_path / 'out'), RES=str(tmp_path / 'res'), PYTHON=str(fake),
+               SEEDS='7')
+    result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'table2'], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    events = log.read_text().splitlines()
+    text = tmp_path / 'out' / 'text'
+    assert events.index(f'start {text}/finetune-ar-7') < events.index(f'end {text}/dar-7')
+    assert events.index(f'start {text}/linprobe-7') > events.index(f'end {text}/dar-7')
+
+
+def test_a_failed_run_stops_only_what_reads_it(tmp_path):
+    """dar fails: its probe and fine-tune are not started, ar's fine-tune still runs, and the section fails naming
+    each job left out and the run it needed."""
+    log, fake = timed_fake(tmp_path, fail='*dar_shakespeare*')
+    env = dict(os.environ, TOKENS='bytes', OUT=str(tmp_path / 'out'), RES=str(tmp_path / 'res'), PYTHON=str(fake),
+               SEEDS='7')
+    result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'table2'], env=env, capture_output=True, text=True)
+    text = tmp_path / 'out' / 'text'
+    started = [line[6:] for line in log.read_text().splitlines() if line.startswith('start')]
+    assert sorted(started) == sorted([f'{text}/ar-7', f'{text}/dar-7', f'{text}/finetune-ar-7'])
+    assert result.returncode == 1 and len(result.stderr.splitlines()) == 1
+    assert f'{text}/linprobe-7 (needs {text}/dar-7)' in result.stderr
+    assert f'{text}/finetune-dar-7 (needs {text}/dar-7)' in result.stderr
 
 
 def test_table2_reads_per_seed_files_and_a_run_of_all_seeds_alike(tmp_path):
@@ -255,4 +316,4 @@ def test_a_failed_run_fails_the_section(tmp_path):
     fake.chmod(0o755)
     env = dict(os.environ, OUT=str(tmp_path / 'out'), RES=str(tmp_path / 'res'), SEEDS='7', PYTHON=str(fake))
     result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'table7'], env=env, capture_output=True, text=True)
-    assert result.returncode != 0 and 'a run failed' in result.stderr
+    assert result.returncode != 0 and 'failed: ' in result.stderr and 'vm-7' in result.stderr
