@@ -166,7 +166,7 @@ fig2() {  # 8000 held-out windows, top 1e5 pairs (App. B.2); the table2 ar and t
       [ -f $OUT/$dir/$seed/connectivity.csv ] ||
         queue $OUT/$dir/$seed "$OUT/text/ar-$seed $OUT/table7/mlm15-$seed" "$PYTHON theory.py connectivity \
               --ckpt=$OUT/text/ar-$seed/ckpt_best.pt --ckpt=$OUT/table7/mlm15-$seed/ckpt_best.pt \
-              --dataset=shakespeare$CORPUS $flag --out_dir=$OUT/$dir/$seed >/dev/null"
+              --dataset=shakespeare$CORPUS $flag --progress=False --out_dir=$OUT/$dir/$seed >/dev/null"
     done
   done
 }

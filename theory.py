@@ -229,19 +229,20 @@ def encoding(attention, pooling='auto'):
         raise UsageError("pooling must be 'auto', 'last' or 'mean' here: 'first' would pool BOS alone")
     return resolve_pooling(pooling, attention)
 
-def pooled_features(model, windows, attention, pooling='auto', batch_size=64, device='cpu'):
+def pooled_features(model, windows, attention, pooling='auto', batch_size=64, device='cpu', progress=True):
     """One vector per window: the final feature of the last token, or the mean over the tokens after BOS."""
     import torch
     from tqdm import tqdm
     pooling = encoding(attention, pooling)
     pooled = []
-    for start in tqdm(range(0, len(windows), batch_size), desc='encode', leave=False):
+    for start in tqdm(range(0, len(windows), batch_size), desc='encode', leave=False, disable=not progress):
         content = torch.as_tensor(windows[start:start + batch_size], device=device)
         hidden = encode_windows(model, content, attention).float()
         pooled.append((hidden[:, -1] if pooling == 'last' else hidden[:, 1:].mean(dim=1)).cpu().numpy())
     return np.concatenate(pooled)
 
-def layer_ranks(model, windows, attention, tau=0.9, mask_ratio=0.15, seed=0, batch_size=64, device='cpu'):
+def layer_ranks(model, windows, attention, tau=0.9, mask_ratio=0.15, seed=0, batch_size=64, device='cpu',
+                progress=True):
     """rank_tau per layer of token representations (MAE-LM Fig. 1a / 5a), from per-layer Gram matrices:
     'without_mask' all real tokens of clean inputs; 'with_mask_all' all tokens when mask_ratio of them are
     [MASK] (MAE-LM's H^l); 'with_mask_real' only the unmasked tokens of those inputs. BOS is never counted.
@@ -251,7 +252,7 @@ def layer_ranks(model, windows, attention, tau=0.9, mask_ratio=0.15, seed=0, bat
     generator = np.random.default_rng(seed)
     d, L = model.config.n_embd, model.config.n_layer
     grams = {name: np.zeros((L, d, d)) for name in ('without_mask', 'with_mask_all', 'with_mask_real')}
-    for start in tqdm(range(0, len(windows), batch_size), desc='ranks', leave=False):
+    for start in tqdm(range(0, len(windows), batch_size), desc='ranks', leave=False, disable=not progress):
         content = torch.as_tensor(windows[start:start + batch_size], device=device)
         masked = generator.random(content.shape) < mask_ratio
         masked[:, 0] = False
@@ -344,7 +345,7 @@ def run_connectivity(args):
         model, pretraining = load_text_model(ckpt_path, args.device)
         style, pooling = pretraining.attention, encoding(pretraining.attention, args.pooling)
         windows = text_windows(args.data_dir, model.config.block_size, args.num_samples, model.config.tokenizer)
-        features = pooled_features(model, windows, style, pooling, args.batch_size, args.device)
+        features = pooled_features(model, windows, style, pooling, args.batch_size, args.device, args.progress)
         if args.cosine:
             features = features / np.linalg.norm(features, axis=1, keepdims=True).clip(1e-12)
         top = top_pair_similarities(features, args.top)
@@ -360,7 +361,7 @@ def run_effrank(args):
     model, pretraining = load_text_model(args.ckpt, args.device)
     windows = text_windows(args.data_dir, model.config.block_size, args.num_samples, model.config.tokenizer)
     ranks = layer_ranks(model, windows, pretraining.attention, args.tau, args.mask_ratio, args.seed, args.batch_size,
-                        args.device)
+                        args.device, args.progress)
     print(f"rank_{args.tau:g} of token representations per layer, {args.ckpt} "
           f"({pretraining.label}, {pretraining.attention} attention; [MASK] ratio {args.mask_ratio:g}, BOS excluded)")
     print(f"{'layer':>5}" + ''.join(f"{name:>16}" for name in ranks))
@@ -373,7 +374,7 @@ def run_effrank(args):
     print(f"wrote {path} and {path.with_suffix('.csv')}")
 
 TOY = dict(r=2, s=5, T=2, visible=(), t=2, max_entries=2 * 10 ** 7, out_dir='out/theory')
-CHECKPOINT = dict(dataset='', batch_size=64, device='cpu', out_dir='out/theory')
+CHECKPOINT = dict(dataset='', batch_size=64, device='cpu', out_dir='out/theory', progress=True)
 DEFAULTS = {  # per command; --visible=() means 1..s-1, --vm=() no vm range
     'toy': dict(TOY, objective='', json=False), 'tails': TOY,
     'misalign': dict(s=128, rho=(0.15, 0.3), vm=(0.15, 0.3), out_dir='out/theory'),

@@ -93,7 +93,7 @@ def test_every_run_gets_the_whole_recipe(tmp_path):
     assert len(connectivity) == 2 * 2  # raw and cosine, per seed
     for args in connectivity:  # two checkpoints, the data, the flag only for the cosine run, one out_dir
         assert sum(a.startswith('--ckpt=') for a in args) == 2 and '--dataset=shakespeare' in args, args
-        assert len(args) == (7 if '--cosine=True' in args else 6) and args[-1].startswith('--out_dir=') and \
+        assert '--progress=False' in args and len(args) == (8 if '--cosine=True' in args else 7) and args[-1].startswith('--out_dir=') and \
             args[-1].endswith(('fig2/7', 'fig2/8', 'cosine/7', 'cosine/8')), args
 
 

@@ -230,7 +230,9 @@ def test_checkpoint_commands(tmp_path, capsys):
     out = tmp_path / 'out'
     theory.main(['connectivity', f'--ckpt={ckpt}', f"--ckpt={ckpts['ar']}", f'--dataset={data_dir}',
                  '--num_samples=40', '--top=100', '--batch_size=16', f'--out_dir={out}'])
-    lines = capsys.readouterr().out.splitlines()
+    printed = capsys.readouterr()
+    lines = printed.out.splitlines()
+    assert 'encode' in printed.err  # the progress bar, on by default
     assert 'bidirectional attention, mean pooling' in lines[0] and 'causal attention, last pooling' in lines[1]
     windows = theory.text_windows(data_dir, 9, 40)
     assert windows.shape == (40, 9) and np.all(windows[:, 0] == BOS)
@@ -244,8 +246,9 @@ def test_checkpoint_commands(tmp_path, capsys):
         expected = np.sort((pooled @ pooled.T)[np.triu_indices(40, k=1)])[::-1][:100]
         assert np.allclose([float(row['inner product']) for row in part], expected, rtol=1e-4)
     theory.main(['connectivity', f"--ckpt={ckpts['ar']}", f'--dataset={data_dir}', '--num_samples=20', '--top=10',
-                 '--pooling=mean', f'--out_dir={out}'])
-    assert 'causal attention, mean pooling' in capsys.readouterr().out
+                 '--pooling=mean', '--progress=False', f'--out_dir={out}'])
+    printed = capsys.readouterr()
+    assert 'causal attention, mean pooling' in printed.out and printed.err == ''
     theory.main(['effrank', f'--ckpt={ckpt}', f'--dataset={data_dir}', '--num_samples=24', '--batch_size=10',
                  f'--out_dir={out}'])
     ranks = theory.layer_ranks(model, windows[:24], 'bidirectional', tau=0.8, batch_size=10, seed=3)
