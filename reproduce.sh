@@ -129,6 +129,11 @@ table7() {  # table7 [steps]: the default budget's runs go to $OUT/table7, any o
                  $TABLE7_ARMS) >/dev/null"
       done
     done
+    # Thm 4.3's misalignment measured: each masked model's loss at fixed mask ratios, in and past its training range
+    [ -f $dir/maskloss-$seed/maskloss.csv ] ||
+      queue $dir/maskloss-$seed "$(printf -- "$dir/%s-$seed " $TABLE7_ARMS)" "$PYTHON theory.py maskloss \
+            $(printf -- "--ckpt=$dir/%s-$seed/ckpt_best.pt " $TABLE7_ARMS) --dataset=shakespeare$CORPUS \
+            --progress=False --out_dir=$dir/maskloss-$seed >/dev/null"
   done
 }
 
@@ -321,6 +326,24 @@ for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
            + f" {diff_cell(short7[d, m], short7[d, v], -1, '.1f')} |"
            + (f" {gpt2_cell(d, m, v)} |" if gpt2_out else '')
            for d in ('shakespeare', 'wikipedia') for m, v in pairs if (d, m) in ppl7 and (d, v) in ppl7])
+    # Thm 4.3 measured (theory.py maskloss): masked loss at fixed mask ratios, inside and outside the training ranges
+    paths = [f'{run_dir}/maskloss-{s}/maskloss.csv' for s in seeds]
+    if all(os.path.exists(p) for p in paths):
+        loss = {}  # {(arm, ratio): [nats, one per seed]}
+        for path in paths:
+            for r in csv.DictReader(open(path)):
+                loss.setdefault((seed_of(r['series'].split()[-1])[0], float(r['mask ratio rho'])), []).append(
+                    float(r['nats per masked token']))
+        arms = list(dict.fromkeys(a for a, _ in loss))
+        ratios = sorted({rho for _, rho in loss})
+        line_plot(f'{res}/maskloss{suffix}.png', {a: (ratios, [np.mean(loss[a, rho]) for rho in ratios]) for a in arms},
+                  title=f'Thm 4.3 measured: masked loss by mask ratio, {steps} steps (mean of {len(seeds)} seeds)',
+                  xlabel='mask ratio', ylabel='nats per masked token')
+        rows = [f"| {a} | " + ' | '.join(ms(loss[a, rho], '.3f') for rho in ratios) + ' |' for a in arms]
+        rows += [f"| {v} - {m} | " + ' | '.join(diff_cell(loss[m, rho], loss[v, rho], -1, '.3f') for rho in ratios)
+                 + ' |' for m, v in pairs if m in arms and v in arms]
+        table(f"Thm 4.3 measured: masked loss by mask ratio, {steps} steps (nats per masked token, held-out plays; "
+              "lower is better)", ["model"] + [f"ρ = {rho:g}" for rho in ratios], rows)
 
 # Table 2: ar vs dar on the offline suite
 tasks = [('polarity', 'acc'), ('hedge', 'mcc'), ('plagiarism', 'acc'), ('lee_sts', 'pearson')]

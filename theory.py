@@ -1,6 +1,8 @@
 """
 The paper's theory, computed: exact toy spectra (Thm 4.2), the length-misalignment term (Thm 4.3), and two
-surrogates measured on trained checkpoints: connectivity (Fig. 2, App. B.2) and effective rank (MAE-LM Sec. 2.2).
+surrogates measured on trained checkpoints: connectivity (Fig. 2, App. B.2) and effective rank (MAE-LM Sec. 2.2);
+and Thm 4.3's misalignment measured: a masked checkpoint's loss at fixed mask ratios, inside and outside its training
+range (maskloss).
 
   python theory.py toy --r=2 --s=5 --T=2                          # every objective side by side + PNG
   python theory.py toy --objective=mlm --r=2 --s=5 --T=2 --visible=2 --json=True
@@ -8,6 +10,7 @@ surrogates measured on trained checkpoints: connectivity (Fig. 2, App. B.2) and 
   python theory.py misalign --s=128 --rho='(0.15,0.3)' --vm='(0.15,0.3)'    # vm: a range (a,b), or '()' for none
   python theory.py connectivity --ckpt=out-ar/ckpt_best.pt --ckpt=out-mlm/ckpt_best.pt --dataset=shakespeare
   python theory.py effrank --ckpt=out-mlm/ckpt_best.pt --dataset=shakespeare
+  python theory.py maskloss --ckpt=out-mlm/ckpt_best.pt --ckpt=out-vm/ckpt_best.pt --dataset=shakespeare
 
 Toy model (Sec. 4.1.2): r classes, length s, position k of a class-y sample is one of T tokens unique to (k, y)
 (vocabulary s*T*r; the paper prints the token set as {kTr + y*j}, which overlaps across classes, while its proof
@@ -267,6 +270,27 @@ def layer_ranks(model, windows, attention, tau=0.9, mask_ratio=0.15, seed=0, bat
                 grams[name][layer] += h.T @ h
     return {name: [effective_rank(gram=g, tau=tau) for g in grams[name]] for name in grams}
 
+def masked_loss_by_ratio(model, windows, two_stream, ratios, seed=0, batch_size=64, device='cpu', progress=True):
+    """{rho: (mean cross-entropy over the masked tokens, their count)} with round(rho L) tokens of each window masked.
+    Thm 4.3: a model trained on one range of visible fractions is misaligned at the others, so this curve, taken past
+    the training range, is the misalignment measured. One seeded draw per ratio: one- and two-stream checkpoints
+    are scored on the same masked positions (their batches draw the groups alike), i.e. on the same targets."""
+    import torch
+    from tqdm import tqdm
+    from objectives import Objective, to_device
+    losses = {}
+    for rho in ratios:
+        objective, generator = Objective('mlm', mask_ratio=rho, two_stream=two_stream), torch.Generator().manual_seed(seed)
+        nll_sum, count = 0.0, 0
+        for start in tqdm(range(0, len(windows), batch_size), desc=f'rho={rho:g}', leave=False, disable=not progress):
+            batch = to_device(objective.batch(torch.as_tensor(windows[start:start + batch_size]), generator), device)
+            with torch.no_grad():
+                _, loss = model(**batch)
+            n = int(batch['valid'].sum())
+            nll_sum, count = nll_sum + float(loss) * n, count + n
+        losses[rho] = (nll_sum / count, count)
+    return losses
+
 # -----------------------------------------------------------------------------
 # command line
 
@@ -373,15 +397,35 @@ def run_effrank(args):
               f"effective rank (tau={args.tau:g}) per layer: {args.ckpt}", 'layer', 'rank_tau')
     print(f"wrote {path} and {path.with_suffix('.csv')}")
 
+def run_maskloss(args):
+    series = {}
+    for ckpt_path in args.ckpt:
+        model, pretraining = load_text_model(ckpt_path, args.device)
+        if not pretraining.kind.masked:
+            raise UsageError(f"{ckpt_path} is a {pretraining.label} checkpoint: maskloss scores masked (mlm, vm) "
+                             "checkpoints; score ar and dar with eval_ppl.py")
+        windows = text_windows(args.data_dir, model.config.block_size, args.num_samples, model.config.tokenizer)
+        losses = masked_loss_by_ratio(model, windows, pretraining.two_stream, args.ratios, args.seed,
+                                      args.batch_size, args.device, args.progress)
+        label = f"{len(series) + 1}: {pretraining.label} {Path(ckpt_path).parent.name}"
+        series[label] = (list(losses), [nll for nll, _ in losses.values()])
+        print(f"{label} ({ckpt_path}): " + ', '.join(f"rho={rho:g} {nll:.4f} ({n} targets)"
+                                                     for rho, (nll, n) in losses.items()))
+    path = Path(args.out_dir) / 'maskloss.png'
+    line_plot(str(path), series, f"masked loss by mask ratio ({args.num_samples} held-out windows; Thm 4.3)",
+              'mask ratio rho', 'nats per masked token')
+    print(f"wrote {path} and {path.with_suffix('.csv')}")
+
 TOY = dict(r=2, s=5, T=2, visible=(), t=2, max_entries=2 * 10 ** 7, out_dir='out/theory')
 CHECKPOINT = dict(dataset='', batch_size=64, device='cpu', out_dir='out/theory', progress=True)
 DEFAULTS = {  # per command; --visible=() means 1..s-1, --vm=() no vm range
     'toy': dict(TOY, objective='', json=False), 'tails': TOY,
     'misalign': dict(s=128, rho=(0.15, 0.3), vm=(0.15, 0.3), out_dir='out/theory'),
     'connectivity': dict(CHECKPOINT, ckpt=(), num_samples=8000, top=10 ** 5, cosine=False, pooling='auto'),
-    'effrank': dict(CHECKPOINT, ckpt='', num_samples=512, tau=0.9, mask_ratio=0.15, seed=0)}
+    'effrank': dict(CHECKPOINT, ckpt='', num_samples=512, tau=0.9, mask_ratio=0.15, seed=0),
+    'maskloss': dict(CHECKPOINT, ckpt=(), num_samples=512, ratios=(0.05, 0.15, 0.3, 0.5, 0.7, 0.9), seed=0)}
 RUN = {'toy': run_toy, 'tails': run_tails, 'misalign': run_misalign, 'connectivity': run_connectivity,
-       'effrank': run_effrank}
+       'effrank': run_effrank, 'maskloss': run_maskloss}
 
 def main(argv):
     """argv: a command, then --key=value flags (configurator.configure) over that command's DEFAULTS."""
@@ -397,10 +441,13 @@ def main(argv):
     if command in ('toy', 'tails') and not all(isinstance(v, int) for v in config['visible']):
         raise UsageError(f"--visible takes numbers of visible tokens like --visible=2 or --visible=(1,2,3), "
                          f"got {config['visible']}")
-    if command in ('connectivity', 'effrank'):
+    if command == 'maskloss' and not (config['ratios'] and all(isinstance(v, (int, float)) and 0 < v < 1
+                                                               for v in config['ratios'])):
+        raise UsageError(f"--ratios takes mask ratios in (0, 1) like --ratios=(0.15,0.5,0.9), got {config['ratios']}")
+    if command in ('connectivity', 'effrank', 'maskloss'):
         if not config['ckpt']:
             raise UsageError(f"{command} needs --ckpt=<path to a text checkpoint>"
-                             + (", once per checkpoint" if command == 'connectivity' else ''))
+                             + (", once per checkpoint" if command != 'effrank' else ''))
         if not config['dataset']:
             raise UsageError(f"{command} needs --dataset=<name under data/, or a folder holding val.bin>")
         dataset = config['dataset']

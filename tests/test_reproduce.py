@@ -87,6 +87,8 @@ def test_every_run_gets_the_whole_recipe(tmp_path):
         assert {'--learning_rate=3e-3', '--warmup_iters=100', '--eval_iters=4', '--progress=False'} <= set(args)
     assert sum('--max_iters=40' in args for args in train) == 6
     assert sum(c.startswith('eval_ppl.py') for c in calls) == 2 * 2 * 2  # seeds x data sets x bert_future readings
+    maskloss = [c.split() for c in calls if c.startswith('theory.py maskloss')]
+    assert len(maskloss) == 2 and all(sum(a.startswith('--ckpt=') for a in args) == 3 for args in maskloss)
     assert sum(c.startswith("eval_glue.py") for c in calls) == 2 * 3  # seeds x (linear probe, fine-tune ar, dar)
     assert sum(c.startswith('eval_vision.py') for c in calls) == 2 * 4
     connectivity = [c.split() for c in calls if c.startswith('theory.py connectivity')]
@@ -164,6 +166,11 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
             if arm == 'mlm30' and i == 2:  # a run stopped by a signal at 2600 and not resumed: not in the check
                 losses = {1000: 3.0, 2000: 2.8, 2600: 2.75}
             (run / 'log.jsonl').write_text(''.join(json.dumps(dict(iter=k, val_loss=v)) + '\n' for k, v in losses.items()))
+        # theory.py maskloss: vm below mlm 0.3 at rho = 0.15 on every seed, above it at rho = 0.9
+        write_csv(out / f'table7/maskloss-{seed}/maskloss.csv', [
+            {'series': f'{j + 1}: label {arm}-{seed}', 'mask ratio rho': rho,
+             'nats per masked token': {0.15: 1.7, 0.9: 3.2}[rho] + {('vm', 0.15): -0.1, ('vm', 0.9): 0.4 + 0.01 * i}.get((arm, rho), 0)}
+            for j, arm in enumerate(arms) for rho in (0.15, 0.9)])
     for seed in ('1', '2'):  # the GPT-2 reproduction: one-stream only, vm above mlm 0.15 on both seeds
         for data in ('shakespeare', 'wikipedia'):
             write_ppl_summary(gpt2 / f'table7/ppl-{data}-{seed}', {f'mlm15-{seed}': 700.0, f'mlm30-{seed}': 800.0,
@@ -183,7 +190,13 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
     assert row(tables, 'shakespeare: vm_2s - mlm30_2s').endswith('| – |')
     budget = row(tables, 'vm_2s').split(' | ')
     assert budget[1:4] == ['2.710 ± 0.010', '-0.090 ± 0.010', '-0.040 ± 0.010 |']
-    assert not any(line.startswith('| mlm30 |') for line in tables.splitlines())
+    budget_table = next(t for t in tables.split('### ') if t.startswith('Table 7, 3000 steps: validation loss'))
+    assert '| mlm15 |' in budget_table and '| mlm30 |' not in budget_table
+    assert row(tables, 'vm - mlm30').split(' | ')[1:] == ['-0.100 ± 0.000 (yes)', '0.410 ± 0.010 (no) |']
+    maskloss_table = next(t for t in tables.split('### ') if t.startswith('Thm 4.3 measured'))
+    assert '| model | ρ = 0.15 | ρ = 0.9 |' in maskloss_table
+    assert row(maskloss_table, 'mlm30_2s').split(' | ')[1:] == ['1.700 ± 0.000', '3.200 ± 0.000 |']
+    assert (res / 'maskloss.png').exists() and (res / 'maskloss.csv').exists()
     assert (res / 'table7_val_loss.png').exists() and (res / 'table7_val_loss.csv').exists()
     assert (res / 'fig3_ppl_by_k_wikipedia.png').exists()
 
@@ -207,7 +220,7 @@ echo "end $dir" >> {log}
 def needs_of(job, seed):
     """What each byte-level job reads: the runs that must have ended before it starts."""
     name = job.rsplit('/', 2)
-    if '/table7/ppl' in job:
+    if '/table7/ppl' in job or '/table7/maskloss' in job:
         return {job.rsplit('/', 1)[0] + f'/{arm}-{seed}' for arm in ('mlm15', 'mlm30', 'vm', 'mlm15_2s', 'mlm30_2s', 'vm_2s')}
     out = job.split('/table7/')[0].split('/text/')[0].rsplit('/fig2', 1)[0]
     if '/linprobe-' in job:
@@ -229,7 +242,7 @@ def test_byte_level_all_runs_seed_by_seed_and_each_job_after_what_it_reads(tmp_p
     assert result.returncode == 0 and result.stderr == '', result.stderr
     events = [line.split(' ', 1) for line in log.read_text().splitlines()]
     jobs = [job for kind, job in events if kind == 'start']
-    assert len(jobs) == len(set(jobs)) == 2 * (6 + 4 + 2 + 3 + 2)  # runs and evaluations, each once
+    assert len(jobs) == len(set(jobs)) == 2 * (6 + 5 + 2 + 3 + 2)  # runs and evaluations, each once
     seed_of = {job: job.rsplit('/', 1)[1].rsplit('-', 1)[-1] for job in jobs}
     ended, started = set(), set()
     for kind, job in events:

@@ -349,3 +349,64 @@ def test_a_byte_checkpoint_reads_byte_windows_only(tmp_path):
     bpe_corpus = write_corpus(tmp_path / 'plays', rng.integers(0, 50000, 100), rng.integers(0, 50000, 500))
     with pytest.raises(ValueError, match="holds 'gpt2' tokens but the model reads 'bytes' tokens"):
         theory.main(['effrank', f'--ckpt={ckpt}', f'--dataset={bpe_corpus}', '--num_samples=12'])
+
+
+# -----------------------------------------------------------------------------
+# maskloss: Thm 4.3's misalignment measured as masked loss by mask ratio
+
+def test_maskloss_scores_one_and_two_stream_checkpoints_on_the_same_targets(tmp_path):
+    torch = pytest.importorskip('torch')
+    from conftest import write_corpus
+    from objectives import Objective
+    rng = np.random.default_rng(0)
+    corpus = write_corpus(tmp_path / 'plays', rng.integers(0, 50000, 100), rng.integers(0, 50000, 800))
+    windows = torch.as_tensor(theory.text_windows(corpus, 16, 8))
+    for rho in (0.1, 0.5, 0.9):
+        one = Objective('mlm', mask_ratio=rho).batch(windows, torch.Generator().manual_seed(0))
+        two = Objective('mlm', mask_ratio=rho, two_stream=True).batch(windows, torch.Generator().manual_seed(0))
+        for b in range(8):
+            assert sorted(one['pred_index'][b][one['valid'][b]].tolist()) == \
+                   sorted(two['query_pos'][b][two['valid'][b]].tolist())
+
+
+def test_maskloss_counts_every_masked_token_once(tmp_path):
+    """A zeroed head predicts uniformly: exactly log(vocab) nats per target at every ratio, on N * round(rho L)
+    targets; round(rho L) rounds ties to even (0.1 * 15 = 1.5 -> 2, 0.5 * 15 = 7.5 -> 8)."""
+    torch = pytest.importorskip('torch')
+    from conftest import make_checkpoint, write_corpus
+    rng = np.random.default_rng(0)
+    corpus = write_corpus(tmp_path / 'plays', rng.integers(0, 50000, 100), rng.integers(0, 50000, 800))
+    windows = theory.text_windows(corpus, 16, 10)
+    for two_stream in (False, True):
+        _, model = make_checkpoint(tmp_path / 'mlm.pt', 'mlm', block_size=16)
+        with torch.no_grad():
+            model.lm_head.weight.zero_()
+        losses = theory.masked_loss_by_ratio(model.eval(), windows, two_stream, (0.1, 0.5, 0.9), batch_size=4,
+                                             progress=False)
+        assert {rho: n for rho, (_, n) in losses.items()} == {0.1: 10 * 2, 0.5: 10 * 8, 0.9: 10 * 14}
+        assert all(abs(nll - math.log(model.config.vocab_size)) < 1e-5 for nll, _ in losses.values())
+
+
+def test_maskloss_command(tmp_path, capsys):
+    pytest.importorskip('torch')
+    from conftest import make_checkpoint, write_corpus
+    rng = np.random.default_rng(0)
+    corpus = write_corpus(tmp_path / 'plays', rng.integers(0, 50000, 100), rng.integers(0, 50000, 800))
+    mlm, _ = make_checkpoint(tmp_path / 'mlm' / 'ckpt.pt', 'mlm', block_size=16)
+    vm, _ = make_checkpoint(tmp_path / 'vm_2s' / 'ckpt.pt', 'vm', block_size=16, train_config=dict(two_stream=True))
+    out = tmp_path / 'out'
+    theory.main(['maskloss', f'--ckpt={mlm}', f'--ckpt={vm}', f'--dataset={corpus}', '--num_samples=12',
+                 '--ratios=(0.2,0.6)', '--progress=False', f'--out_dir={out}'])
+    printed = capsys.readouterr()
+    assert printed.err == '' and 'vm [0.15, 0.3] two-stream vm_2s' in printed.out
+    with open(out / 'maskloss.csv') as f:
+        rows = list(csv.DictReader(f))
+    assert [(row['series'], row['mask ratio rho']) for row in rows] == [
+        ('1: mlm 0.15 mlm', '0.2'), ('1: mlm 0.15 mlm', '0.6'),
+        ('2: vm [0.15, 0.3] two-stream vm_2s', '0.2'), ('2: vm [0.15, 0.3] two-stream vm_2s', '0.6')]
+    assert all(0 < float(row['nats per masked token']) < 20 for row in rows) and (out / 'maskloss.png').exists()
+    ar, _ = make_checkpoint(tmp_path / 'ar' / 'ckpt.pt', 'ar', block_size=16)
+    with pytest.raises(ValueError, match='maskloss scores masked .* score ar and dar with eval_ppl.py'):
+        theory.main(['maskloss', f'--ckpt={ar}', f'--dataset={corpus}', '--num_samples=12'])
+    with pytest.raises(ValueError, match=r'--ratios takes mask ratios in \(0, 1\)'):
+        theory.main(['maskloss', f'--ckpt={mlm}', f'--dataset={corpus}', '--num_samples=12', '--ratios=(0.5,1.0)'])
