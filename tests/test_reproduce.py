@@ -168,7 +168,7 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
             (run / 'log.jsonl').write_text(''.join(json.dumps(dict(iter=k, val_loss=v)) + '\n' for k, v in losses.items()))
         # theory.py maskloss: vm below mlm 0.3 at rho = 0.15 on every seed, above it at rho = 0.9
         write_csv(out / f'table7/maskloss-{seed}/maskloss.csv', [
-            {'series': f'{j + 1}: label {arm}-{seed}', 'mask ratio rho': rho,
+            {'series': f'{j + 1}: vm [0.15, 0.3] {arm}-{seed}', 'mask ratio rho': rho,
              'nats per masked token': {0.15: 1.7, 0.9: 3.2}[rho] + {('vm', 0.15): -0.1, ('vm', 0.9): 0.4 + 0.01 * i}.get((arm, rho), 0)}
             for j, arm in enumerate(arms) for rho in (0.15, 0.9)])
     for seed in ('1', '2'):  # the GPT-2 reproduction: one-stream only, vm above mlm 0.15 on both seeds
