@@ -107,11 +107,16 @@ run_queue() {  # fail if any job fails; a job whose input failed is not started
                              return 1; }
 }
 
+PREPARED=" "
+prepare() {  # prepare <script> [flags]: once per call of reproduce.sh (`all` queues a section per seed)
+  [[ $PREPARED == *" $* |"* ]] || { $PYTHON "$@" >/dev/null; PREPARED+="$* | "; }
+}
+
 table7() {  # table7 [steps]: the default budget's runs go to $OUT/table7, any other budget to $OUT/table7-<steps>
   local steps=${1:-$DEFAULT_STEPS} dir=$OUT/table7 seed arm data future name
   [ "$steps" = $DEFAULT_STEPS ] || dir=$OUT/table7-$steps
-  $PYTHON data/shakespeare/prepare.py $TOKENIZER_FLAG >/dev/null
-  $PYTHON data/wikipedia/prepare.py $TOKENIZER_FLAG >/dev/null
+  prepare data/shakespeare/prepare.py $TOKENIZER_FLAG
+  prepare data/wikipedia/prepare.py $TOKENIZER_FLAG
   for seed in $SEEDS; do
     for arm in $TABLE7_ARMS; do
       queue $dir/$arm-$seed "" "train $dir/$arm-$seed config/${arm}_shakespeare$CORPUS.py $RECIPE --max_iters=$steps \
@@ -138,8 +143,8 @@ table7() {  # table7 [steps]: the default budget's runs go to $OUT/table7, any o
 }
 
 table2() {  # pretrain ar and dar, then probe and fine-tune each seed's pair
-  $PYTHON data/shakespeare/prepare.py $TOKENIZER_FLAG >/dev/null
-  $PYTHON data/glue/prepare_offline.py >/dev/null
+  prepare data/shakespeare/prepare.py $TOKENIZER_FLAG
+  prepare data/glue/prepare_offline.py
   local seed arm text=$OUT/text
   for seed in $SEEDS; do
     for arm in ar dar; do
@@ -182,7 +187,7 @@ vision_config() {  # arm -> config file and overrides (dar t = 2..4 share config
   case $1 in dar*) echo "config/dar_fmnist.py --t=${1#dar}" ;; *) echo "config/$1_fmnist.py" ;; esac
 }
 vision() {
-  $PYTHON data/fmnist/prepare.py >/dev/null
+  prepare data/fmnist/prepare.py
   local seed arm pair vision=$OUT/vision
   for seed in $SEEDS; do
     for arm in $VISION_ARMS; do

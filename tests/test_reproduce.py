@@ -202,12 +202,13 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
 
 
 def timed_fake(tmp_path, sleeps='', fail=''):
-    """A stand-in python that logs 'start <out_dir>' and 'end <out_dir>' around each job; `sleeps` is a bash case
+    """A stand-in python that logs 'start <out_dir>' and 'end <out_dir>' around each job ('prepare <args>' for a
+    call without an out_dir); `sleeps` is a bash case
     body (pattern) sleep n ;; and a job whose arguments match `fail` exits 3."""
     log, fake = tmp_path / 'events.log', tmp_path / 'python'
     fake.write_text(f"""#!/bin/bash
 dir=""; for a in "$@"; do case $a in --out_dir=*) dir=${{a#--out_dir=}} ;; esac; done
-[ -n "$dir" ] || exit 0
+[ -n "$dir" ] || {{ echo "prepare $*" >> {log}; exit 0; }}
 echo "start $dir" >> {log}
 case "$*" in {sleeps} *) ;; esac
 {f'case "$*" in {fail}) exit 3 ;; esac' if fail else ''}
@@ -241,6 +242,10 @@ def test_byte_level_all_runs_seed_by_seed_and_each_job_after_what_it_reads(tmp_p
     result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'all'], env=env, capture_output=True, text=True)
     assert result.returncode == 0 and result.stderr == '', result.stderr
     events = [line.split(' ', 1) for line in log.read_text().splitlines()]
+    prepares = [args for kind, args in events if kind == 'prepare' and args.startswith('data/')]  # once each
+    assert sorted(prepares) == ['data/glue/prepare_offline.py', 'data/shakespeare/prepare.py --tokenizer=bytes',
+                                'data/wikipedia/prepare.py --tokenizer=bytes']
+    events = [event for event in events if event[0] != 'prepare']
     jobs = [job for kind, job in events if kind == 'start']
     assert len(jobs) == len(set(jobs)) == 2 * (6 + 5 + 2 + 3 + 2)  # runs and evaluations, each once
     seed_of = {job: job.rsplit('/', 1)[1].rsplit('-', 1)[-1] for job in jobs}
