@@ -475,8 +475,8 @@ case "${1:-all}" in
   toy|summary) $1 ;;
   table2|fig2|vision) $1; run_queue ;;
   table7) table7 "${2:-$DEFAULT_STEPS}"; run_queue ;;
-  # at byte level, the text comparisons only, seed by seed: a seed's jobs go ahead of the next seed's, so a stop
-  # leaves whole seeds (a later seed's job starts only when no job of an earlier one is ready to)
+  # at byte level, the text comparisons only, seed by seed: a seed's jobs go ahead of the next seed's (a later seed's
+  # job starts only when no job of an earlier one is ready to), so a stop leaves the earlier seeds whole
   all) if [ "$TOKENS" = bytes ]; then
          for seed in $SEEDS; do SEEDS=$seed table2; SEEDS=$seed fig2; SEEDS=$seed table7; done
        else toy; table7; table7 4000; table2; fig2; vision; fi
