@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Reproduce the paper's comparisons at CPU scale, with seeds, on the offline corpora. Every number and plot of the
 # README's "Reproduction" section comes from this script: runs go to $OUT (default out/repro/), tables and plots
-# to $RES (default results/repro/).
+# to $RES (default results/repro/), and each finished job's record (its logs and evaluations, no checkpoint) to
+# $KEEP (default $RES/runs), which is committed: the tables are drawn from the record, and a fresh clone skips every
+# recorded evaluation and trains a run again only when an evaluation still to do reads its checkpoint.
 #   toy      Thm 4.2 toy spectra (exact, seconds)
 #   table7   Table 7 / Fig. 3: mlm 0.15 vs mlm 0.3 vs vm [0.15, 0.3], perplexity in and out of domain
 #            (bash reproduce.sh table7 4000: the same with 4000 steps, the README's longer budget)
@@ -42,7 +44,7 @@ if [ "$TOKENS" = bytes ]; then
   RECIPE="--max_iters=$BYTE_STEPS --lr_decay_iters=$BYTE_STEPS --progress=False"
   CKPT_EVERY=500; CORPUS=_bytes; TABLE7_ARMS="mlm15 mlm30 vm mlm15_2s mlm30_2s vm_2s"; DEFAULT_STEPS=$BYTE_STEPS
   # the GPT-2 BPE reproduction's runs, where they exist, as a second column of the paired differences
-  GPT2_OUT=${GPT2_OUT:-out/repro}; GPT2_SEEDS=${GPT2_SEEDS:-"1337 1338 1339"}; GPT2_STEPS=1500
+  GPT2_OUT=${GPT2_OUT:-results/repro/runs}; GPT2_SEEDS=${GPT2_SEEDS:-"1337 1338 1339"}; GPT2_STEPS=1500
 elif [ "$TOKENS" = gpt2 ]; then
   SEEDS=${SEEDS:-"1337 1338 1339"}
   OUT=${OUT:-out/repro}          # runs
@@ -55,6 +57,7 @@ else
   echo "reproduce.sh: TOKENS must be gpt2 or bytes, got $TOKENS" >&2; exit 2
 fi
 TOKENIZER_FLAG=""; [ "$TOKENS" = bytes ] && TOKENIZER_FLAG=--tokenizer=bytes
+KEEP=${KEEP:-$RES/runs}
 
 train() {  # train <out_dir> <config and overrides...>: resumed from its last checkpoint when there is one (a finished
   # run resumed returns at once; a run stopped by a signal wrote its plot too, so only train.py knows which it is)
@@ -67,7 +70,17 @@ train() {  # train <out_dir> <config and overrides...>: resumed from its last ch
 toy() {
   $PYTHON theory.py toy --r=2 --s=6 --T=2 --out_dir=$OUT/toy
   $PYTHON theory.py tails --r=2 --s=6 --T=2 --out_dir=$OUT/toy
+  keep $OUT/toy
 }
+
+# ---- the record: what a machine that ends (and its $OUT with it) must not take along
+keep() {  # keep <job name>: a finished job's files to $KEEP, all but checkpoints (MBs each) and training's loss.png
+  local dir=$1; [ -d $dir ] || dir=$(dirname $dir)  # vision's eval-<seed>/linprobe: two jobs, one directory
+  [ -d $dir ] || return 0
+  mkdir -p $KEEP/${dir#$OUT/}
+  find $dir -maxdepth 1 -type f ! -name '*.pt' ! -name '*.tmp' ! -name loss.png -exec cp {} $KEEP/${dir#$OUT/}/ \;
+}
+kept() { [ -f $KEEP/${1#$OUT/} ]; }  # kept <file under $OUT>: in the record
 
 # ---- a job queue: sections queue their runs and evaluations; run_queue runs them two at a time (one per core), each
 # as soon as a core is free and the jobs it reads have ended, in queue order among those ready. So no core waits on a
@@ -81,6 +94,10 @@ run_queue() {  # fail if any job fails; a job whose input failed is not started
   local -A state=() name_of_pid=()
   local i need ready pid running=0 failed=()
   for i in "${!JOB_NAMES[@]}"; do state[${JOB_NAMES[$i]}]=queued; done
+  for i in "${!JOB_NAMES[@]}"; do  # a recorded training run that nothing queued reads: not trained again
+    kept ${JOB_NAMES[$i]}/log.jsonl && [[ " ${JOB_NEEDS[*]} " != *" ${JOB_NAMES[$i]} "* ]] &&
+      state[${JOB_NAMES[$i]}]=done
+  done
   while :; do
     for i in "${!JOB_NAMES[@]}"; do
       [ $running -lt 2 ] || break
@@ -98,7 +115,7 @@ run_queue() {  # fail if any job fails; a job whose input failed is not started
       running=$((running + 1))
     done
     [ $running -gt 0 ] || break
-    if wait -n -p pid; then state[${name_of_pid[$pid]}]=done
+    if wait -n -p pid; then state[${name_of_pid[$pid]}]=done; keep ${name_of_pid[$pid]}
     else state[${name_of_pid[$pid]}]=failed; failed+=("${name_of_pid[$pid]}"); fi
     running=$((running - 1))
   done
@@ -127,7 +144,7 @@ table7() {  # table7 [steps]: the default budget's runs go to $OUT/table7, any o
       for future in invisible mask; do
         name=ppl-$data-$seed
         [ $future = mask ] && name=ppl-mask-$data-$seed
-        [ -f $dir/$name/summary.json ] ||
+        kept $dir/$name/summary.json ||
           queue $dir/$name "$(printf -- "$dir/%s-$seed " $TABLE7_ARMS)" \
                 "$PYTHON eval_ppl.py config/eval_ppl_$data$CORPUS.py --max_tokens=6000 --progress=False \
                  --bert_future=$future --out_dir=$dir/$name $(printf -- "--ckpt=$dir/%s-$seed/ckpt_best.pt " \
@@ -135,7 +152,7 @@ table7() {  # table7 [steps]: the default budget's runs go to $OUT/table7, any o
       done
     done
     # Thm 4.3's misalignment measured: each masked model's loss at fixed mask ratios, in and past its training range
-    [ -f $dir/maskloss-$seed/maskloss.csv ] ||
+    kept $dir/maskloss-$seed/maskloss.csv ||
       queue $dir/maskloss-$seed "$(printf -- "$dir/%s-$seed " $TABLE7_ARMS)" "$PYTHON theory.py maskloss \
             $(printf -- "--ckpt=$dir/%s-$seed/ckpt_best.pt " $TABLE7_ARMS) --dataset=shakespeare$CORPUS \
             --progress=False --out_dir=$dir/maskloss-$seed >/dev/null"
@@ -153,12 +170,12 @@ table2() {  # pretrain ar and dar, then probe and fine-tune each seed's pair
     done
     # fine-tuning: the committed recipe except 2 epochs (CPU time) and lr 1e-3 (Cramming's 4e-5 is set for a 110M
     # model; not tried on this one), one fine-tuning seed per pretraining seed; both arms alike
-    [ -f $text/linprobe-$seed/glue_linprobe.json ] ||
+    kept $text/linprobe-$seed/glue_linprobe.json ||
       queue $text/linprobe-$seed "$text/ar-$seed $text/dar-$seed" "$PYTHON eval_glue.py config/linprobe_glue_offline.py \
             --ckpt=$text/ar-$seed/ckpt_best.pt --ckpt=$text/dar-$seed/ckpt_best.pt --progress=False \
             --out_dir=$text/linprobe-$seed >/dev/null"
     for arm in ar dar; do
-      [ -f $text/finetune-$arm-$seed/glue_finetune.json ] ||
+      kept $text/finetune-$arm-$seed/glue_finetune.json ||
         queue $text/finetune-$arm-$seed $text/$arm-$seed "$PYTHON eval_glue.py config/glue_offline.py \
               --ckpt=$text/$arm-$seed/ckpt_best.pt --epochs=2 --learning_rate=1e-3 --seeds=0 --progress=False \
               --out_dir=$text/finetune-$arm-$seed >/dev/null"
@@ -173,7 +190,7 @@ fig2() {  # 8000 held-out windows, top 1e5 pairs (App. B.2); the table2 ar and t
     for variant in raw cosine; do
       flag="" dir=fig2
       if [ $variant = cosine ]; then flag=--cosine=True; dir=fig2-cosine; fi
-      [ -f $OUT/$dir/$seed/connectivity.csv ] ||
+      kept $OUT/$dir/$seed/connectivity.csv ||
         queue $OUT/$dir/$seed "$OUT/text/ar-$seed $OUT/table7/mlm15-$seed" "$PYTHON theory.py connectivity \
               --ckpt=$OUT/text/ar-$seed/ckpt_best.pt --ckpt=$OUT/table7/mlm15-$seed/ckpt_best.pt \
               --dataset=shakespeare$CORPUS $flag --progress=False --out_dir=$OUT/$dir/$seed >/dev/null"
@@ -194,16 +211,16 @@ vision() {
       queue $vision/$arm-$seed "" "train $vision/$arm-$seed $(vision_config $arm) --seed=$seed --progress=False"
     done
     local ckpt="--ckpt=$vision/%s-$seed/ckpt_best.pt" common="--progress=False --seed=$seed"
-    [ -f $vision/eval-$seed/linprobe.csv ] ||
+    kept $vision/eval-$seed/linprobe.csv ||
       queue $vision/eval-$seed/linprobe "$(printf -- "$vision/%s-$seed " ar dar2 dar3 dar4)" "$PYTHON eval_vision.py \
             config/linprobe_fmnist.py $(printf -- "$ckpt " ar dar2 dar3 dar4) $common --out_dir=$vision/eval-$seed \
             >/dev/null"
-    [ -f $vision/eval-$seed/recon.csv ] ||
+    kept $vision/eval-$seed/recon.csv ||
       queue $vision/eval-$seed/recon "$(printf -- "$vision/%s-$seed " mae75 mae50 vm)" "$PYTHON eval_vision.py \
             config/recon_fmnist.py $(printf -- "$ckpt " mae75 mae50 vm) $common --out_dir=$vision/eval-$seed >/dev/null"
     # fine-tuning on a 15000-image subset (CPU time), the same subset and recipe for every arm
     for pair in "ar dar2" "dar3 dar4"; do
-      [ -f $vision/ft-${pair/ /-}-$seed/finetune.csv ] ||
+      kept $vision/ft-${pair/ /-}-$seed/finetune.csv ||
         queue $vision/ft-${pair/ /-}-$seed "$(printf -- "$vision/%s-$seed " $pair)" "$PYTHON eval_vision.py \
               config/finetune_fmnist.py $(printf -- "$ckpt " $pair) $common --train_subset=15000 \
               --out_dir=$vision/ft-${pair/ /-}-$seed >/dev/null"
@@ -212,7 +229,7 @@ vision() {
 }
 
 summary() {  # every table: mean ± sample std over pretraining seeds; dar - ar etc. as paired differences
-  $PYTHON - $OUT $RES "$SEEDS" $DEFAULT_STEPS "$GPT2_OUT" "$GPT2_SEEDS" "$GPT2_STEPS" <<'PY'
+  $PYTHON - $KEEP $RES "$SEEDS" $DEFAULT_STEPS "$GPT2_OUT" "$GPT2_SEEDS" "$GPT2_STEPS" <<'PY'
 import csv, glob, json, os, shutil, sys
 import numpy as np
 from evals.plot import line_plot

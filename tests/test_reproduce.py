@@ -21,7 +21,7 @@ def write_csv(path, rows):
 
 
 def summarize(out, res):
-    env = dict(OUT=str(out), RES=str(res), SEEDS=' '.join(SEEDS), PYTHON=sys.executable, PATH='/usr/bin:/bin')
+    env = dict(KEEP=str(out), RES=str(res), SEEDS=' '.join(SEEDS), PYTHON=sys.executable, PATH='/usr/bin:/bin')
     result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'summary'], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return (res / 'tables.md').read_text()
@@ -175,7 +175,7 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
         for data in ('shakespeare', 'wikipedia'):
             write_ppl_summary(gpt2 / f'table7/ppl-{data}-{seed}', {f'mlm15-{seed}': 700.0, f'mlm30-{seed}': 800.0,
                               f'vm-{seed}': 750.0}, {f'mlm15-{seed}': 900.0, f'mlm30-{seed}': 900.0, f'vm-{seed}': 900.0})
-    env = dict(TOKENS='bytes', OUT=str(out), RES=str(res), SEEDS=' '.join(SEEDS), GPT2_OUT=str(gpt2), GPT2_SEEDS='1 2',
+    env = dict(TOKENS='bytes', KEEP=str(out), RES=str(res), SEEDS=' '.join(SEEDS), GPT2_OUT=str(gpt2), GPT2_SEEDS='1 2',
                PYTHON=sys.executable, PATH='/usr/bin:/bin')
     result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'summary'], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
@@ -203,7 +203,7 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
 
 def timed_fake(tmp_path, sleeps='', fail=''):
     """A stand-in python that logs 'start <out_dir>' and 'end <out_dir>' around each job ('prepare <args>' for a
-    call without an out_dir); `sleeps` is a bash case
+    call without an out_dir) and leaves the files a job of its kind writes; `sleeps` is a bash case
     body (pattern) sleep n ;; and a job whose arguments match `fail` exits 3."""
     log, fake = tmp_path / 'events.log', tmp_path / 'python'
     fake.write_text(f"""#!/bin/bash
@@ -212,6 +212,15 @@ dir=""; for a in "$@"; do case $a in --out_dir=*) dir=${{a#--out_dir=}} ;; esac;
 echo "start $dir" >> {log}
 case "$*" in {sleeps} *) ;; esac
 {f'case "$*" in {fail}) exit 3 ;; esac' if fail else ''}
+mkdir -p $dir
+case "$*" in
+  *train.py*) touch $dir/ckpt_last.pt $dir/ckpt_best.pt $dir/loss.png $dir/loss.csv; echo '{{}}' >> $dir/log.jsonl ;;
+  *eval_ppl.py*) touch $dir/summary.json $dir/ppl_by_k.png ;;
+  *linprobe_glue*) touch $dir/glue_linprobe.json ;;
+  *glue_offline*) touch $dir/glue_finetune.json ;;
+  *maskloss*) touch $dir/maskloss.csv ;;
+  *connectivity*) touch $dir/connectivity.csv ;;
+esac
 echo "end $dir" >> {log}
 """)
     fake.chmod(0o755)
@@ -335,3 +344,27 @@ def test_a_failed_run_fails_the_section(tmp_path):
     env = dict(os.environ, OUT=str(tmp_path / 'out'), RES=str(tmp_path / 'res'), SEEDS='7', PYTHON=str(fake))
     result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'table7'], env=env, capture_output=True, text=True)
     assert result.returncode != 0 and 'failed: ' in result.stderr and 'vm-7' in result.stderr
+
+
+def test_a_fresh_machine_resumes_from_the_record(tmp_path):
+    """Each finished job's files, no checkpoint, go to $KEEP. With $OUT gone (a new machine), `all` starts nothing
+    when every evaluation is recorded; with one evaluation dropped from the record, it trains again only the run that
+    evaluation reads (its checkpoint went with the old machine), then the evaluation."""
+    log, fake = timed_fake(tmp_path)
+    keep = tmp_path / 'record'
+
+    def run_all(out):
+        env = dict(os.environ, TOKENS='bytes', OUT=str(tmp_path / out), RES=str(tmp_path / 'res'), KEEP=str(keep),
+                   PYTHON=str(fake), SEEDS='7')
+        log.write_text('')
+        result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'all'], env=env, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        return sorted(line[6:].replace(str(tmp_path / out), 'OUT') for line in log.read_text().splitlines()
+                      if line.startswith('start '))
+
+    assert len(run_all('out1')) == 6 + 5 + 2 + 3 + 2
+    assert not list(keep.rglob('*.pt')) and not list(keep.rglob('loss.png'))
+    assert (keep / 'text/dar-7/log.jsonl').exists() and (keep / 'table7/ppl-mask-wikipedia-7/ppl_by_k.png').exists()
+    assert run_all('out2') == []
+    (keep / 'text/finetune-dar-7/glue_finetune.json').unlink()
+    assert run_all('out3') == ['OUT/text/dar-7', 'OUT/text/finetune-dar-7']
