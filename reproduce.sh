@@ -258,6 +258,9 @@ def diff_row(label, base, other, sign, fmt='.2f'):
 
 gpt2_header = [f"GPT-2 BPE, {gpt2_steps} steps ({len(gpt2_seeds)} seeds)"] if gpt2_out else []
 
+def over(seeds):  # a plot title's last words
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"mean of {len(seeds)} seeds"
+
 def table(title, header, rows):
     md.extend([f"### {title}", "", '| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)] + rows + [""])
 
@@ -287,7 +290,7 @@ def budget_check(title, run_dirs, plot, steps):  # run_dirs: {arm: [its run dire
                   for back in (1000, 500)]
         rows.append(f"| {arm} | {ms(loss[:, -1], '.3f')} | {change[0]} | {change[1]} |")
     if rows:
-        line_plot(plot, curves, title=f'{title} (mean of {len(seeds)} seeds)', xlabel='step', ylabel='validation loss')
+        line_plot(plot, curves, title=f'{title} ({over(seeds)})', xlabel='step', ylabel='validation loss')
         table(title, ["model", "validation loss at the end", "change over the last 1000 steps",
                       "over the last 500"], rows)
 
@@ -327,7 +330,7 @@ for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
             ks = [b['k_first'] + 1 for b in runs[0]['buckets']]
             curves[name] = (ks, [float(np.mean([run['buckets'][j]['ppl'] for run in runs])) for j in range(len(ks))])
         line_plot(f'{res}/fig3_ppl_by_k_{data}{suffix}.png', curves, title=f'Fig. 3: ppl by conditioning length, '
-                  f'{data}, {steps} steps (mean of {len(seeds)} seeds)', xlabel='k+1 (bucket start)', ylabel='ppl',
+                  f'{data}, {steps} steps ({over(seeds)})', xlabel='k+1 (bucket start)', ylabel='ppl',
                   logx=True, logy=True)
     header = ["data", "model", "ppl", "ppl at k < 8"]
     if masked_reading:
@@ -359,7 +362,7 @@ for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
         arms = list(dict.fromkeys(a for a, _ in loss))
         ratios = sorted({rho for _, rho in loss})
         line_plot(f'{res}/maskloss{suffix}.png', {a: (ratios, [np.mean(loss[a, rho]) for rho in ratios]) for a in arms},
-                  title=f'Thm 4.3 measured: masked loss by mask ratio, {steps} steps (mean of {len(seeds)} seeds)',
+                  title=f'Thm 4.3 measured: masked loss by mask ratio, {steps} steps ({over(seeds)})',
                   xlabel='mask ratio', ylabel='nats per masked token')
         rows = [f"| {a} | " + ' | '.join(ms(loss[a, rho], '.3f') for rho in ratios) + ' |' for a in arms]
         rows += [f"| {v} - {m} | " + ' | '.join(diff_cell(loss[m, rho], loss[v, rho], -1, '.3f') for rho in ratios)
@@ -426,7 +429,7 @@ for scale, suffix in (('raw inner products (App. B.2)', ''), ('cosine similariti
         curves[model] = (ranks, top.mean(axis=0)[ranks - 1])
         rows.append(f"| {model} | {ms(top[:, 0], '.3g')} | {ms(top[:, 99], '.3g')} | {ms(top[:, -1], '.3g')} |")
     line_plot(f'{res}/fig2_connectivity{suffix}.png', curves, title=f'Fig. 2: top pairs of pooled features, {scale} '
-              f'(mean of {len(seeds)} seeds)', xlabel='pair rank', ylabel='inner product', logx=True)
+              f'({over(seeds)})', xlabel='pair rank', ylabel='inner product', logx=True)
     ratio = last_rank_ratio(conn, seeds)
     rows.append(f"| mlm15 / ar at the last kept rank | | | {ms(ratio, '.3g')} ({verdict(ratio - 1, 1)}) |")
     gpt2 = connectivity(gpt2_out, gpt2_seeds, suffix) if gpt2_out else None
@@ -458,7 +461,7 @@ if all(len(probe.get(a, {})) == len(seeds) and len(tune.get(a, {})) == len(seeds
     ts = [1, 2, 3, 4]
     line_plot(f'{res}/table9_acc_by_t.png', {'linear probe': (ts, [np.mean(p[a]) for a in arms]),
                                               'fine-tune': (ts, [np.mean(f[a]) for a in arms])},
-              title=f'Table 9: Fashion-MNIST top-1 by dar t (t = 1 is ar; mean of {len(seeds)} seeds)',
+              title=f'Table 9: Fashion-MNIST top-1 by dar t (t = 1 is ar; {over(seeds)})',
               xlabel='t', ylabel='top-1 %')
 l2 = vision_scores(f'{out}/vision/eval-*/recon.csv', 'l2')
 lp = vision_scores(f'{out}/vision/eval-*/recon.csv', 'lpips')

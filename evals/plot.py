@@ -24,7 +24,9 @@ def _ticks(low, high, n=5):
     return [start + i * step for i in range(int((high - start) / step) + 1)]
 
 
-def _label(value):
+def _label(value):  # steps print as 3000, not 3e+03
+    if value == int(value) and abs(value) < 1e7:
+        return str(int(value))
     return f"{value:.3g}" if abs(value) < 1e4 else f"{value:.2e}"
 
 
@@ -54,9 +56,16 @@ def line_plot(path, series, title='', xlabel='', ylabel='', logx=False, logy=Fal
     pad = 0.05 * (y1 - y0)
     y0, y1 = y0 - pad, y1 + pad
     W, H = size
-    left, right, top, bottom = 80, 20, 36, 56
     image = Image.new('RGB', size, 'white')
     draw = ImageDraw.Draw(image)
+    # a long title wraps to the image's width, and the y label sits on its own line between it and the axes
+    title_lines = []
+    for word in title.split():
+        if title_lines and draw.textlength(f"{title_lines[-1]} {word}") <= W - 8:
+            title_lines[-1] += f" {word}"
+        else:
+            title_lines.append(word)
+    left, right, top, bottom = 80, 20, 30 + 12 * max(1, len(title_lines)), 56
 
     def to_px(x, y):
         return (left + (x - x0) / (x1 - x0) * (W - left - right), H - bottom - (y - y0) / (y1 - y0) * (H - top - bottom))
@@ -70,9 +79,10 @@ def line_plot(path, series, title='', xlabel='', ylabel='', logx=False, logy=Fal
         draw.line([left - 5, py, left, py], fill='black')
         draw.line([left, py, W - right, py], fill=(235, 235, 235))
         draw.text((4, py - 6), _label(10 ** tick if logy else tick), fill='black')
-    draw.text((left, 10), title, fill='black')
+    for i, line in enumerate(title_lines):
+        draw.text((4, 4 + 12 * i), line, fill='black')
     draw.text(((W - len(xlabel) * 6) // 2, H - 20), xlabel, fill='black')
-    draw.text((4, top - 24), ylabel, fill='black')
+    draw.text((4, top - 16), ylabel, fill='black')
     for i, (name, pts) in enumerate(points.items()):
         color = COLORS[i % len(COLORS)]
         pixels = [to_px(x, y) for x, y in pts]

@@ -1,0 +1,41 @@
+"""evals/plot.py: the numbers go to the CSV unchanged, and the text of a plot stays readable (a long title wraps
+inside the image instead of running over the y label or off the edge)."""
+import csv
+
+import numpy as np
+from PIL import Image
+
+from evals.plot import _label, line_plot
+
+
+def test_csv_holds_every_point(tmp_path):
+    series = {'ar': ([500, 1000], [2.0, 1.75]), 'vm': ([500, 1000], [3.0, 2.5])}
+    line_plot(str(tmp_path / 'loss.png'), series, xlabel='step', ylabel='validation loss')
+    rows = list(csv.reader(open(tmp_path / 'loss.csv')))
+    assert rows[0] == ['series', 'step', 'validation loss']
+    assert [(r[0], float(r[1]), float(r[2])) for r in rows[1:]] == [
+        (name, x, y) for name, (xs, ys) in series.items() for x, y in zip(xs, ys)]
+
+
+def test_integer_ticks_print_without_exponent():
+    assert [_label(v) for v in (1000.0, 3000, 0.5, 3.1623)] == ['1000', '3000', '0.5', '3.16']
+
+
+def ink_rows(image, x0, x1, y0, y1):  # rows of the box that hold any dark pixel
+    box = np.asarray(image.convert('L'))[y0:y1, x0:x1]
+    return np.flatnonzero((box < 128).any(axis=1)) + y0
+
+
+def test_a_long_title_wraps_above_the_y_label(tmp_path):
+    title = 'Table 7, 3000 steps: validation loss by step (nats per masked target), mean of 5 seeds. ' * 2
+    line_plot(str(tmp_path / 'p.png'), {'a': ([0, 1], [0, 1])}, title=title, ylabel='validation loss')
+    image = Image.open(tmp_path / 'p.png')
+    width = image.size[0]
+    pixels = np.asarray(image.convert('L')) < 128
+    box_top = next(y for y in range(pixels.shape[0]) if pixels[y, 100:width - 40].all())  # the axes' top edge
+    assert not pixels[:box_top, width - 3:].any()  # no title text runs off the right edge
+    rows = np.flatnonzero(pixels[:box_top].any(axis=1))
+    groups = np.split(rows, np.flatnonzero(np.diff(rows) > 1) + 1)  # bands of text with blank rows between
+    label = groups[-1]  # the y label: its own band under the title, ink only at the left
+    assert len(groups) >= 2 and not pixels[label[0]:label[-1] + 1, 120:].any()
+    assert sum(len(g) for g in groups[:-1]) > 16  # the title: more than one line of ~10 px
