@@ -43,8 +43,9 @@ if [ "$TOKENS" = bytes ]; then
   # (inductor's CPU backend) steps were no faster at one thread (0.44-0.50 s against 0.45-0.48, 2026-11-23)
   RECIPE="--max_iters=$BYTE_STEPS --lr_decay_iters=$BYTE_STEPS --progress=False"
   CKPT_EVERY=500; CORPUS=_bytes; TABLE7_ARMS="mlm15 mlm30 vm mlm15_2s mlm30_2s vm_2s"; DEFAULT_STEPS=$BYTE_STEPS
-  # the GPT-2 BPE reproduction's runs, where they exist, as a second column of the paired differences
+  # the GPT-2 BPE reproduction's record, where it exists, as a second column of the paired differences
   GPT2_OUT=${GPT2_OUT:-results/repro/runs}; GPT2_SEEDS=${GPT2_SEEDS:-"1337 1338 1339"}; GPT2_STEPS=1500
+  [ -d "$GPT2_OUT" ] || GPT2_OUT=""
 elif [ "$TOKENS" = gpt2 ]; then
   SEEDS=${SEEDS:-"1337 1338 1339"}
   OUT=${OUT:-out/repro}          # runs
