@@ -233,7 +233,7 @@ summary() {  # every table: mean ± sample std over pretraining seeds; dar - ar 
   $PYTHON - $KEEP $RES "$SEEDS" $DEFAULT_STEPS "$GPT2_OUT" "$GPT2_SEEDS" "$GPT2_STEPS" <<'PY'
 import csv, glob, json, os, shutil, sys
 import numpy as np
-from evals.plot import line_plot
+from evals.plot import line_plot, log_ranks
 out, res, seeds, default_steps = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4]
 gpt2_out, gpt2_seeds, gpt2_steps = sys.argv[5], sys.argv[6].split(), sys.argv[7]
 os.makedirs(res, exist_ok=True)
@@ -406,29 +406,30 @@ for mode in ('linprobe', 'finetune'):
           ["model"] + [f"{t} ({m})" for t, m in tasks] + ["average"], rows)
 
 # Fig. 2: connectivity (top pairwise inner products of pooled features), raw and cosine
-def connectivity(out, seeds, suffix):  # {model: {seed: top inner products}}, or None before every seed has it
+def connectivity(out, seeds, suffix):  # {model: {seed: {pair rank: inner product}}}, or None before every seed has it
     conn = {}
     for seed in seeds:
         path = f'{out}/fig2{suffix}/{seed}/connectivity.csv'
         if os.path.exists(path):
             for r in csv.DictReader(open(path)):
                 model = 'ar' if ' ar ' in r['series'] else 'mlm15'
-                conn.setdefault(model, {}).setdefault(seed, []).append(float(r['inner product']))
+                conn.setdefault(model, {}).setdefault(seed, {})[int(r['pair rank'])] = float(r['inner product'])
     return conn if conn and all(len(v) == len(seeds) for v in conn.values()) else None
 
 def last_rank_ratio(conn, seeds):  # mlm 0.15 over ar at the last kept rank, per seed
-    return np.array([conn['mlm15'][s][-1] / conn['ar'][s][-1] for s in seeds])
+    return np.array([conn['mlm15'][s][max(conn['mlm15'][s])] / conn['ar'][s][max(conn['ar'][s])] for s in seeds])
 
 for scale, suffix in (('raw inner products (App. B.2)', ''), ('cosine similarities', '-cosine')):
     conn = connectivity(out, seeds, suffix)
     if conn is None:
         continue
     curves, rows = {}, []
-    for model, by_seed in conn.items():
-        top = np.array([by_seed[s] for s in seeds])
-        ranks = np.unique(np.geomspace(1, top.shape[1], 300).astype(int))  # log-spaced: a small CSV
-        curves[model] = (ranks, top.mean(axis=0)[ranks - 1])
-        rows.append(f"| {model} | {ms(top[:, 0], '.3g')} | {ms(top[:, 99], '.3g')} | {ms(top[:, -1], '.3g')} |")
+    for model, by_seed in conn.items():  # theory.py writes log-spaced ranks (an older full curve: the same ranks)
+        ranks = [r for r in log_ranks(max(by_seed[seeds[0]])) if all(r in by_seed[s] for s in seeds)]
+        top = np.array([[by_seed[s][r] for r in ranks] for s in seeds])
+        curves[model] = (ranks, top.mean(axis=0))
+        rows.append(f"| {model} | {ms(top[:, 0], '.3g')} | {ms(top[:, ranks.index(min(100, ranks[-1]))], '.3g')} | "
+                    f"{ms(top[:, -1], '.3g')} |")
     line_plot(f'{res}/fig2_connectivity{suffix}.png', curves, title=f'Fig. 2: top pairs of pooled features, {scale} '
               f'({over(seeds)})', xlabel='pair rank', ylabel='inner product', logx=True)
     ratio = last_rank_ratio(conn, seeds)
@@ -438,7 +439,7 @@ for scale, suffix in (('raw inner products (App. B.2)', ''), ('cosine similariti
         ratio = last_rank_ratio(gpt2, gpt2_seeds)
         rows.append(f"| the same ratio, {gpt2_header[0]} | | | {ms(ratio, '.3g')} ({verdict(ratio - 1, 1)}) |")
     table(f"Fig. 2: connectivity, {scale}, ar vs mlm 0.15 (paper: mlm's curve above ar's)",
-          ["model", "top-1 pair", "100th pair", f"{top.shape[1]}th pair"], rows)
+          ["model", "top-1 pair", "100th pair", f"{ranks[-1]}th pair"], rows)
 
 # Tables 3, 9 (linear probe, fine-tune) and 8 (reconstruction) on Fashion-MNIST
 def vision_scores(pattern, key):

@@ -31,7 +31,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from configurator import UsageError, configure, one_line_errors
-from evals.plot import line_plot, write_csv
+from evals.plot import line_plot, log_ranks, write_csv
 
 # -----------------------------------------------------------------------------
 # toy model of Thm 4.2: which positions are visible, and which position is the target
@@ -374,11 +374,12 @@ def run_connectivity(args):
             features = features / np.linalg.norm(features, axis=1, keepdims=True).clip(1e-12)
         top = top_pair_similarities(features, args.top)
         label = f"{len(series) + 1}: {pretraining.label} {Path(ckpt_path).parent.name}"
-        series[label] = (np.arange(1, len(top) + 1), top)
+        ranks = log_ranks(len(top))  # the curve at log-spaced ranks: the full one is 1e5 numbers a model
+        series[label] = (ranks, top[ranks - 1])
         print(f"{label} ({ckpt_path}; {style} attention, {pooling} pooling): top-1 {top[0]:.6g}, median of top {len(top)} {np.median(top):.6g}, last {top[-1]:.6g}")
     path = Path(args.out_dir) / 'connectivity.png'
     line_plot(str(path), series, f"Fig. 2 connectivity: top {args.top} pairwise inner products of {args.num_samples} "
-              "held-out samples", 'pair rank', 'inner product')
+              "held-out samples", 'pair rank', 'inner product', logx=True)
     print(f"wrote {path} and {path.with_suffix('.csv')}")
 
 def run_effrank(args):

@@ -6,6 +6,7 @@ import io
 import math
 import os
 
+import numpy as np
 from PIL import Image, ImageDraw
 
 from configurator import atomic_write
@@ -28,6 +29,13 @@ def _label(value):  # steps print as 3000, not 3e+03
     if value == int(value) and abs(value) < 1e7:
         return str(int(value))
     return f"{value:.3g}" if abs(value) < 1e4 else f"{value:.2e}"
+
+
+def log_ranks(n, every=100, points=400):
+    """Ranks 1..n to draw a long sorted curve on a log x axis: each of the first `every`, then `points` log-spaced
+    ones, always n itself. Fig. 2's 1e5 pairs a model fit in a ~20 KB CSV instead of 4 MB."""
+    spaced = np.geomspace(1, n, points).round().astype(int) if n > 0 else np.zeros(0, int)
+    return np.unique(np.concatenate([np.arange(1, min(every, n) + 1), spaced]))
 
 
 def write_csv(path, header, rows):

@@ -5,7 +5,7 @@ import csv
 import numpy as np
 from PIL import Image
 
-from evals.plot import _label, line_plot
+from evals.plot import _label, line_plot, log_ranks
 
 
 def test_csv_holds_every_point(tmp_path):
@@ -39,3 +39,10 @@ def test_a_long_title_wraps_above_the_y_label(tmp_path):
     label = groups[-1]  # the y label: its own band under the title, ink only at the left
     assert len(groups) >= 2 and not pixels[label[0]:label[-1] + 1, 120:].any()
     assert sum(len(g) for g in groups[:-1]) > 16  # the title: more than one line of ~10 px
+
+
+def test_log_ranks_keep_the_head_the_last_rank_and_few_points():
+    ranks = log_ranks(100_000)
+    assert ranks[:100].tolist() == list(range(1, 101)) and ranks[-1] == 100_000
+    assert np.all(np.diff(ranks) > 0) and len(ranks) <= 500
+    assert log_ranks(7).tolist() == list(range(1, 8)) and len(log_ranks(0)) == 0

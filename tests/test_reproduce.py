@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -368,3 +369,27 @@ def test_a_fresh_machine_resumes_from_the_record(tmp_path):
     assert run_all('out2') == []
     (keep / 'text/finetune-dar-7/glue_finetune.json').unlink()
     assert run_all('out3') == ['OUT/text/dar-7', 'OUT/text/finetune-dar-7']
+
+
+def test_fig2_table_from_full_and_log_spaced_curves_alike(tmp_path):
+    """Fig. 2's table and plot read each curve's pair ranks from its CSV: theory.py's log-spaced ranks and an older
+    full curve give the same table; mlm 0.15 over ar at the last rank is above 1 on two seeds of three: 'weak'."""
+    from evals.plot import log_ranks
+    ratio = {'1': 1.2, '2': 1.1, '3': 0.95}
+    tables = []
+    for layout in ('full', 'log-spaced'):
+        out = tmp_path / layout
+        ranks = np.arange(1, 1001) if layout == 'full' else log_ranks(1000)
+        for seed in SEEDS:
+            for suffix in ('', '-cosine'):
+                ar = 10.0 / ranks ** 0.1
+                write_csv(out / f'fig2{suffix}/{seed}/connectivity.csv',
+                          [{'series': f'{j}: {name} {name}-{seed}', 'pair rank': r, 'inner product': v * scale}
+                           for j, (name, scale) in enumerate((('ar', 1.0), ('mlm15', ratio[seed])), 1)
+                           for r, v in zip(ranks, ar)])
+        tables.append(summarize(out, tmp_path / f'res-{layout}'))
+        assert (tmp_path / f'res-{layout}/fig2_connectivity-cosine.png').exists()
+    assert tables[0] == tables[1]
+    assert '| model | top-1 pair | 100th pair | 1000th pair |' in tables[0]
+    assert row(tables[0], 'ar') == '| ar | 10 ± 0 | 6.31 ± 0 | 5.01 ± 0 |'
+    assert row(tables[0], 'mlm15 / ar at the last kept rank').endswith('| 1.08 ± 0.126 (weak) |')
