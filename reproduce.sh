@@ -230,6 +230,7 @@ vision() {
 }
 
 summary() {  # every table: mean ± sample std over pretraining seeds; dar - ar etc. as paired differences
+  [ -d $KEEP ] || { echo "reproduce.sh: no record in $KEEP: run a section first, or point KEEP at one" >&2; return 2; }
   $PYTHON - $KEEP $RES "$SEEDS" $DEFAULT_STEPS "$GPT2_OUT" "$GPT2_SEEDS" "$GPT2_STEPS" <<'PY'
 import csv, glob, json, os, shutil, sys
 import numpy as np

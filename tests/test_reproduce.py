@@ -393,3 +393,11 @@ def test_fig2_table_from_full_and_log_spaced_curves_alike(tmp_path):
     assert '| model | top-1 pair | 100th pair | 1000th pair |' in tables[0]
     assert row(tables[0], 'ar') == '| ar | 10 ± 0 | 6.31 ± 0 | 5.01 ± 0 |'
     assert row(tables[0], 'mlm15 / ar at the last kept rank').endswith('| 1.08 ± 0.126 (weak) |')
+
+
+def test_a_summary_without_a_record_says_where_it_looked(tmp_path):
+    env = dict(os.environ, TOKENS='bytes', RES=str(tmp_path / 'res'), PYTHON=sys.executable)
+    result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'summary'], env=env, capture_output=True, text=True)
+    assert result.returncode == 2 and result.stderr == f"reproduce.sh: no record in {tmp_path / 'res'}/runs: run a " \
+        "section first, or point KEEP at one\n"
+    assert not (tmp_path / 'res').exists()
