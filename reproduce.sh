@@ -276,7 +276,9 @@ if os.path.exists(f'{out}/toy/toy_tails_r2_s6_T2.csv'):
     shutil.copy(f'{out}/toy/toy_spectra_r2_s6_T2.png', res); shutil.copy(f'{out}/toy/toy_spectra_r2_s6_T2.csv', res)
 
 # Budgets (issue 15: train each arm until its validation loss flattens): validation loss by step, mean over seeds
-def budget_check(title, run_dirs, plot, steps):  # run_dirs: {arm: [its run directory, one per seed]}
+def budget_check(title, run_dirs, plot, steps, floor=None):  # run_dirs: {arm: [its run directory, one per seed]}
+    # floor: the unigram model's loss in nats; a run that ends within 0.1 of it has not started to use context (at
+    # byte level an arm can stay there for its whole budget on one seed and not on another)
     curves, rows = {}, []
     for arm, dirs in run_dirs.items():
         logs = [f'{d}/log.jsonl' for d in dirs]
@@ -290,11 +292,12 @@ def budget_check(title, run_dirs, plot, steps):  # run_dirs: {arm: [its run dire
         curves[arm] = (iters, loss.mean(axis=0))
         change = [ms(loss[:, -1] - loss[:, iters.index(iters[-1] - back)], '.3f') if iters[-1] - back in iters else '–'
                   for back in (1000, 500)]
-        rows.append(f"| {arm} | {ms(loss[:, -1], '.3f')} | {change[0]} | {change[1]} |")
+        plateau = '' if floor is None else f" {(loss[:, -1] > floor - 0.1).sum()} of {len(dirs)} |"
+        rows.append(f"| {arm} | {ms(loss[:, -1], '.3f')} | {change[0]} | {change[1]} |{plateau}")
     if rows:
         line_plot(plot, curves, title=f'{title} ({over(seeds)})', xlabel='step', ylabel='validation loss')
-        table(title, ["model", "validation loss at the end", "change over the last 1000 steps",
-                      "over the last 500"], rows)
+        table(title, ["model", "validation loss at the end", "change over the last 1000 steps", "over the last 500"]
+              + ([f"seeds on the unigram plateau ({floor:.2f} nats)"] if floor is not None else []), rows)
 
 # Table 7 / Fig. 3, one table per training budget that has been run
 def short_ppl(run):  # prefixes k < 8: the first 4 buckets
@@ -340,7 +343,8 @@ for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
     table(f"Table 7 / Fig. 3: perplexity of masked models, {steps} steps", header, rows)
     budget_check(f"Table 7, {steps} steps: validation loss by step (nats per masked target)",
                  {m: [f'{run_dir}/{m}-{s}' for s in seeds] for m in runs7['shakespeare'] if not m.startswith('(')},
-                 f'{res}/table7_val_loss{suffix}.png', steps)
+                 f'{res}/table7_val_loss{suffix}.png', steps,
+                 floor=float(np.log(np.mean(ppl7['shakespeare', '(unigram)']))) if ('shakespeare', '(unigram)') in ppl7 else None)
     pairs = [(m, 'vm') for m in ('mlm15', 'mlm30')] + [(m, 'vm_2s') for m in ('mlm15_2s', 'mlm30_2s')]
     def gpt2_cell(d, m, v):  # the same one-stream difference in the GPT-2 BPE reproduction, '–' where it was not run
         runs = gpt2_t7[d]
