@@ -341,10 +341,11 @@ for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
     if masked_reading:
         header += ["ppl, [MASK] after target", "at k < 8, [MASK] after target"]
     table(f"Table 7 / Fig. 3: perplexity of masked models, {steps} steps", header, rows)
+    unigram = ppl7.get(('shakespeare', '(unigram)'))  # eval_ppl's floor row, in ppl; its loss is the plateau
     budget_check(f"Table 7, {steps} steps: validation loss by step (nats per masked target)",
                  {m: [f'{run_dir}/{m}-{s}' for s in seeds] for m in runs7['shakespeare'] if not m.startswith('(')},
                  f'{res}/table7_val_loss{suffix}.png', steps,
-                 floor=float(np.log(np.mean(ppl7['shakespeare', '(unigram)']))) if ('shakespeare', '(unigram)') in ppl7 else None)
+                 floor=None if unigram is None else np.log(np.mean(unigram)))
     pairs = [(m, 'vm') for m in ('mlm15', 'mlm30')] + [(m, 'vm_2s') for m in ('mlm15_2s', 'mlm30_2s')]
     def gpt2_cell(d, m, v):  # the same one-stream difference in the GPT-2 BPE reproduction, '–' where it was not run
         runs = gpt2_t7[d]

@@ -21,11 +21,6 @@ def test_integer_ticks_print_without_exponent():
     assert [_label(v) for v in (1000.0, 3000, 0.5, 3.1623)] == ['1000', '3000', '0.5', '3.16']
 
 
-def ink_rows(image, x0, x1, y0, y1):  # rows of the box that hold any dark pixel
-    box = np.asarray(image.convert('L'))[y0:y1, x0:x1]
-    return np.flatnonzero((box < 128).any(axis=1)) + y0
-
-
 def test_a_long_title_wraps_above_the_y_label(tmp_path):
     title = 'Table 7, 3000 steps: validation loss by step (nats per masked target), mean of 5 seeds. ' * 2
     line_plot(str(tmp_path / 'p.png'), {'a': ([0, 1], [0, 1])}, title=title, ylabel='validation loss')
