@@ -292,12 +292,16 @@ def budget_check(title, run_dirs, plot, steps, floor=None):  # run_dirs: {arm: [
         curves[arm] = (iters, loss.mean(axis=0))
         change = [ms(loss[:, -1] - loss[:, iters.index(iters[-1] - back)], '.3f') if iters[-1] - back in iters else '–'
                   for back in (1000, 500)]
-        plateau = '' if floor is None else f" {(loss[:, -1] > floor - 0.1).sum()} of {len(dirs)} |"
+        # the first evaluation below the plateau, per seed: how long each run spent before it used context
+        left = ['never' if (loss[k] > floor - 0.1).all() else str(iters[int(np.argmax(loss[k] <= floor - 0.1))])
+                for k in range(len(dirs))] if floor is not None else []
+        plateau = '' if floor is None else f" {(loss[:, -1] > floor - 0.1).sum()} of {len(dirs)} | {' / '.join(left)} |"
         rows.append(f"| {arm} | {ms(loss[:, -1], '.3f')} | {change[0]} | {change[1]} |{plateau}")
     if rows:
         line_plot(plot, curves, title=f'{title} ({over(seeds)})', xlabel='step', ylabel='validation loss')
         table(title, ["model", "validation loss at the end", "change over the last 1000 steps", "over the last 500"]
-              + ([f"seeds on the unigram plateau ({floor:.2f} nats)"] if floor is not None else []), rows)
+              + ([f"seeds on the unigram plateau ({floor:.2f} nats) at the end",
+                  f"step it left the plateau, seed {' / '.join(seeds)}"] if floor is not None else []), rows)
 
 # Table 7 / Fig. 3, one table per training budget that has been run
 def short_ppl(run):  # prefixes k < 8: the first 4 buckets

@@ -149,6 +149,7 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
     """TOKENS=bytes summary: vm - mlm paired by seed (overall and at k < 8), the GPT-2 BPE reproduction's same
     difference beside it ('–' where it has no two-stream runs), and the budget check's fall over the last steps."""
     import json
+    import math
     out, res, gpt2 = tmp_path / 'out', tmp_path / 'res', tmp_path / 'gpt2'
     arms = ['mlm15', 'mlm30', 'vm', 'mlm15_2s', 'mlm30_2s', 'vm_2s']
     for i, seed in enumerate(SEEDS):
@@ -168,6 +169,8 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
                 losses = {1000: 3.0, 2000: 2.8, 2600: 2.75}
             if arm == 'mlm15' and i == 1:  # never left the unigram's loss, ln 20 = 3.0
                 losses = {1000: 3.0, 2000: 2.95, 2500: 2.95, 3000: 2.95}
+            if arm == 'mlm15' and i == 2:  # 0.1 below it exactly at 2500: that counts as having left
+                losses = {1000: 3.0, 2000: 2.9, 2500: math.log(20) - 0.1, 3000: 2.72}
             (run / 'log.jsonl').write_text(''.join(json.dumps(dict(iter=k, val_loss=v)) + '\n' for k, v in losses.items()))
         # theory.py maskloss: vm below mlm 0.3 at rho = 0.15 on every seed, above it at rho = 0.9
         write_csv(out / f'table7/maskloss-{seed}/maskloss.csv', [
@@ -192,10 +195,11 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
     assert row(tables, 'wikipedia: vm_2s - mlm15_2s').split(' | ')[2] == 'weak'   # -1, -0.5, 0
     assert row(tables, 'shakespeare: vm_2s - mlm30_2s').endswith('| – |')
     budget = row(tables, 'vm_2s').split(' | ')
-    assert budget[1:5] == ['2.710 ± 0.010', '-0.090 ± 0.010', '-0.040 ± 0.010', '0 of 3 |']
+    assert budget[1:6] == ['2.710 ± 0.010', '-0.090 ± 0.010', '-0.040 ± 0.010', '0 of 3', '2000 / 2000 / 2000 |']
     budget_table = next(t for t in tables.split('### ') if t.startswith('Table 7, 3000 steps: validation loss'))
     assert '| mlm15 |' in budget_table and '| mlm30 |' not in budget_table
-    assert row(budget_table, 'mlm15').endswith('| 1 of 3 |') and 'unigram plateau (3.00 nats)' in budget_table
+    assert row(budget_table, 'mlm15').endswith('| 1 of 3 | 2000 / never / 2500 |')
+    assert 'unigram plateau (3.00 nats) at the end' in budget_table
     assert row(tables, 'vm - mlm30').split(' | ')[1:] == ['-0.100 ± 0.000 (yes)', '0.410 ± 0.010 (no) |']
     maskloss_table = next(t for t in tables.split('### ') if t.startswith('Thm 4.3 measured'))
     assert '| model | ρ = 0.15 | ρ = 0.9 |' in maskloss_table
