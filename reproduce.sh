@@ -231,12 +231,13 @@ vision() {
 
 summary() {  # every table: mean ± sample std over pretraining seeds; dar - ar etc. as paired differences
   [ -d $KEEP ] || { echo "reproduce.sh: no record in $KEEP: run a section first, or point KEEP at one" >&2; return 2; }
-  $PYTHON - $KEEP $RES "$SEEDS" $DEFAULT_STEPS "$GPT2_OUT" "$GPT2_SEEDS" "$GPT2_STEPS" <<'PY'
+  $PYTHON - $KEEP $RES "$SEEDS" $DEFAULT_STEPS "$GPT2_OUT" "$GPT2_SEEDS" "$GPT2_STEPS" $TOKENS <<'PY'
 import csv, glob, json, os, shutil, sys
 import numpy as np
 from evals.plot import line_plot, log_ranks
 out, res, seeds, default_steps = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4]
 gpt2_out, gpt2_seeds, gpt2_steps = sys.argv[5], sys.argv[6].split(), sys.argv[7]
+byte_level = sys.argv[8] == 'bytes'  # the hypotheses B1-B4 at the top of this file are the byte-level runs'
 os.makedirs(res, exist_ok=True)
 md = [f"Seeds {', '.join(seeds)}; mean ± sample std over seeds. Verdict on a paired difference: 'yes' = the mean "
       "goes the paper's way and every seed agrees, 'weak' = the mean does but some seed does not, 'no' = the mean "
@@ -253,6 +254,12 @@ def verdict(diffs, sign):  # sign = +1 when the paper says the difference should
 def diff_cell(base, other, sign, fmt='.2f'):  # other - base, paired by seed, with its verdict
     diffs = np.subtract(other, base)
     return f"{ms(diffs, fmt)} ({verdict(diffs, sign)})"
+
+hypotheses = []  # (name, comparison, paired differences, sign, the verdict it needs, format), tested at the end
+
+def hypothesis(name, comparison, diffs, sign, need='yes', fmt='.3f'):  # need 'weak': the mean alone ('yes': every seed too)
+    # judged at the precision shown: a difference that prints as 0 is not the paper's way (nor float noise)
+    hypotheses.append((name, comparison, np.round(np.asarray(diffs, float), int(fmt[1:-1])), sign, need, fmt))
 
 def diff_row(label, base, other, sign, fmt='.2f'):
     diffs = np.subtract(other, base)
@@ -351,6 +358,17 @@ for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
                  f'{res}/table7_val_loss{suffix}.png', steps,
                  floor=None if unigram is None else np.log(np.mean(unigram)))
     pairs = [(m, 'vm') for m in ('mlm15', 'mlm30')] + [(m, 'vm_2s') for m in ('mlm15_2s', 'mlm30_2s')]
+    for (d, m), v in ((dm, v) for dm in ppl7 for m, v in pairs if dm[1] == m) if suffix == '' else ():
+        # B1: every seed in domain, the mean on Wikipedia; B2: a model's k < 8 perplexity above its overall one,
+        # and vm's gain (a ratio of perplexities, so the larger scale at k < 8 does not count) larger at k < 8
+        hypothesis('B1', f'{d}: {v} below {m}', np.subtract(ppl7[d, v], ppl7[d, m]), -1,
+                   'yes' if d == 'shakespeare' else 'weak', '.1f')
+        if d == 'shakespeare':
+            hypothesis('B2', f'{d}: {v} gains more over {m} at k < 8 (log ppl ratio)',
+                       np.log(np.multiply(short7[d, m], ppl7[d, v]) / np.multiply(short7[d, v], ppl7[d, m])), 1)
+    for name in [m for d, m in ppl7 if d == 'shakespeare' and not m.startswith('(')] if suffix == '' else ():
+        hypothesis('B2', f'shakespeare: {name} highest at k < 8 (log ppl)',
+                   np.log(short7['shakespeare', name]) - np.log(ppl7['shakespeare', name]), 1)
     def gpt2_cell(d, m, v):  # the same one-stream difference in the GPT-2 BPE reproduction, '–' where it was not run
         runs = gpt2_t7[d]
         if runs is None or m not in runs or v not in runs:
@@ -408,6 +426,7 @@ for mode in ('linprobe', 'finetune'):
         continue
     rows = [f"| {arm} | " + ' | '.join(ms(vals[arm, t], '.1f') for t in cols) + ' |' for arm in ('ar', 'dar')]
     rows.append("| dar - ar | " + ' | '.join(diff_cell(vals['ar', t], vals['dar', t], 1, '.1f') for t in cols) + ' |')
+    hypothesis('B3', f'dar above ar, {mode} average', np.subtract(vals['dar', 'avg'], vals['ar', 'avg']), 1, 'weak', '.1f')
     gpt2 = table2_scores(gpt2_out, gpt2_seeds, mode) if gpt2_out else None
     if gpt2:
         rows.append(f"| dar - ar, {gpt2_header[0]} | " +
@@ -444,6 +463,8 @@ for scale, suffix in (('raw inner products (App. B.2)', ''), ('cosine similariti
               f'({over(seeds)})', xlabel='pair rank', ylabel='inner product', logx=True)
     ratio = last_rank_ratio(conn, seeds)
     rows.append(f"| mlm15 / ar at the last kept rank | | | {ms(ratio, '.3g')} ({verdict(ratio - 1, 1)}) |")
+    if suffix == '-cosine':
+        hypothesis('B4', 'mlm15 / ar - 1, cosine, at the last kept rank', ratio - 1, 1)
     gpt2 = connectivity(gpt2_out, gpt2_seeds, suffix) if gpt2_out else None
     if gpt2:
         ratio = last_rank_ratio(gpt2, gpt2_seeds)
@@ -498,6 +519,20 @@ if tails:
             [(f'dar t = {t}', f'dar t={t}', f'dar{t}') for t in (2, 3, 4)]]
     table("Toy spectra (Thm 4.2, r = 2, s = 6, T = 2) next to the trained models: smaller tail = better connected",
           ["objective", "Σ_{j>r} σ_j⁴ (exact)", "Fashion-MNIST probe / fine-tune"], rows)
+# what does and does not reproduce, tested against the hypotheses as they were written before any run
+if byte_level and hypotheses:
+    met = {}
+    rows = []
+    for name, comparison, diffs, sign, need, fmt in sorted(hypotheses, key=lambda h: h[0]):
+        said = verdict(diffs, sign)
+        met.setdefault(name, []).append(said == 'yes' or said == need)
+        rows.append(f"| {name} | {comparison} | {ms(diffs, fmt)} | {(sign * diffs > 0).sum()} of {len(diffs)} | "
+                    f"{said} | {'every seed' if need == 'yes' else 'the mean'} | {'met' if met[name][-1] else 'not met'} |")
+    table("Hypotheses B1-B4 (reproduce.sh, written before any run), comparison by comparison",
+          ["hypothesis", "comparison", "paired difference", "seeds the paper's way", "verdict", "needs", "met?"], rows)
+    table("Hypotheses B1-B4: does it reproduce?", ["hypothesis", "comparisons met", "holds?"],
+          [f"| {name} | {sum(ok)} of {len(ok)} | {'yes' if all(ok) else 'no' if not any(ok) else 'in part'} |"
+           for name, ok in met.items()])
 open(f'{res}/tables.md', 'w').write('\n'.join(md))
 print('\n'.join(md))
 PY

@@ -21,8 +21,9 @@ def write_csv(path, rows):
         writer.writerows(rows)
 
 
-def summarize(out, res):
-    env = dict(KEEP=str(out), RES=str(res), SEEDS=' '.join(SEEDS), PYTHON=sys.executable, PATH='/usr/bin:/bin')
+def summarize(out, res, tokens='gpt2'):
+    env = dict(KEEP=str(out), RES=str(res), SEEDS=' '.join(SEEDS), PYTHON=sys.executable, PATH='/usr/bin:/bin',
+               TOKENS=tokens)
     result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'summary'], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return (res / 'tables.md').read_text()
@@ -30,6 +31,10 @@ def summarize(out, res):
 
 def row(tables, label):
     return next(line for line in tables.splitlines() if line.startswith(f'| {label} |'))
+
+
+def holds(tables, hypothesis):  # its row in the last table, "does it reproduce?"
+    return [line for line in tables.splitlines() if line.startswith(f'| {hypothesis} |')][-1]
 
 
 def test_shell_syntax():
@@ -207,6 +212,18 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
     assert (res / 'maskloss.png').exists() and (res / 'maskloss.csv').exists()
     assert (res / 'table7_val_loss.png').exists() and (res / 'table7_val_loss.csv').exists()
     assert (res / 'fig3_ppl_by_k_wikipedia.png').exists()
+    # the hypotheses as written before the runs: B1 needs every seed in domain, the mean on Wikipedia
+    assert row(tables, 'B1 | shakespeare: vm below mlm15').endswith('| -0.8 ± 0.6 | 3 of 3 | yes | every seed | met |')
+    assert row(tables, 'B1 | shakespeare: vm_2s below mlm15_2s').endswith('| 2 of 3 | weak | every seed | not met |')
+    assert row(tables, 'B1 | wikipedia: vm_2s below mlm15_2s').endswith('| 2 of 3 | weak | the mean | met |')
+    assert row(tables, 'B2 | shakespeare: vm highest at k < 8 (log ppl)').endswith('| 3 of 3 | yes | every seed | met |')
+    # vm's gain over mlm 0.15 as a ratio: 10/30 at k < 8 against 10/8.5, 10/9.5, 10/9.5 overall: smaller, not larger
+    assert row(tables, 'B2 | shakespeare: vm gains more over mlm15 at k < 8 (log ppl ratio)').split(' | ')[3:6] == ['0 of 3', 'no', 'every seed']
+    # two-stream: k < 8 is twice the overall for both, so the ratio is the same: no gain, and 0 is not the paper's way
+    assert row(tables, 'B2 | shakespeare: vm_2s gains more over mlm30_2s at k < 8 (log ppl ratio)').split(' | ')[2:5] == [
+        '0.000 ± 0.000', '0 of 3', 'no']
+    assert holds(tables, 'B1').endswith('| 4 of 8 | in part |') and holds(tables, 'B2').endswith('| 6 of 10 | in part |')
+    assert '| B3 |' not in tables and '| B4 |' not in tables  # not run: not judged
 
 
 def timed_fake(tmp_path, sleeps='', fail=''):
@@ -326,9 +343,11 @@ def test_table2_reads_per_seed_files_and_a_run_of_all_seeds_alike(tmp_path):
             path = out / 'text' / name
             path.parent.mkdir(parents=True)
             path.write_text(json.dumps(dict(summary=rows)))
-        tables.append(summarize(out, tmp_path / f'res_{len(tables)}'))
+        tables.append(summarize(out, tmp_path / f'res_{len(tables)}', 'bytes'))
     assert tables[0] == tables[1]
     assert row(tables[0], 'dar - ar').endswith('| 2.0 ± 1.0 (yes) |')  # 1, 2, 3 points above ar
+    assert row(tables[0], 'B3 | dar above ar, linprobe average').endswith('| 2.0 ± 1.0 | 3 of 3 | yes | the mean | met |')
+    assert holds(tables[0], 'B3').endswith('| 1 of 1 | yes |')
     assert row(tables[0], 'ar').startswith('| ar | 51.0 ± 1.0 |')
 
 
@@ -394,9 +413,14 @@ def test_fig2_table_from_full_and_log_spaced_curves_alike(tmp_path):
                           [{'series': f'{j}: {name} {name}-{seed}', 'pair rank': r, 'inner product': v * scale}
                            for j, (name, scale) in enumerate((('ar', 1.0), ('mlm15', ratio[seed])), 1)
                            for r, v in zip(ranks, ar)])
-        tables.append(summarize(out, tmp_path / f'res-{layout}'))
+        tables.append(summarize(out, tmp_path / f'res-{layout}', 'bytes' if layout == 'full' else 'gpt2'))
         assert (tmp_path / f'res-{layout}/fig2_connectivity-cosine.png').exists()
-    assert tables[0] == tables[1]
+    # at byte level B4 is judged: above 1 on two seeds of three is not "on every seed"
+    assert holds(tables[0], 'B4').endswith('| 0 of 1 | no |')
+    assert row(tables[0], 'B4 | mlm15 / ar - 1, cosine, at the last kept rank').endswith('| 2 of 3 | weak | every seed | not met |')
+    assert 'Hypotheses' not in tables[1]  # they are the byte-level runs' hypotheses
+    tables[0] = tables[0][:tables[0].index('### Hypotheses')]
+    assert tables[0].rstrip() == tables[1].rstrip()
     assert '| model | top-1 pair | 100th pair | 1000th pair |' in tables[0]
     assert row(tables[0], 'ar') == '| ar | 10 ± 0 | 6.31 ± 0 | 5.01 ± 0 |'
     assert row(tables[0], 'mlm15 / ar at the last kept rank').endswith('| 1.08 ± 0.126 (weak) |')
