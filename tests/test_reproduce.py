@@ -1,5 +1,5 @@
-"""reproduce.sh: the shell is well formed, and its summary turns per-seed results into mean ± std and the right
-verdict on each paired difference (the README's reproduction tables are written by exactly this code)."""
+"""reproduce.sh and summarize.py: the shell is well formed, and the summary turns per-seed results into mean ± std
+and the right verdict on each paired difference (the README's reproduction tables are written by exactly this code)."""
 import csv
 import os
 import subprocess
