@@ -83,9 +83,11 @@ def budget_check(title, run_dirs, plot, steps, floor=None):  # run_dirs: {arm: [
         change = [ms(loss[:, -1] - loss[:, iters.index(iters[-1] - back)], '.3f') if iters[-1] - back in iters else '–'
                   for back in (1000, 500)]
         # the first evaluation below the plateau, per seed: how long each run spent before it used context
-        left = ['never' if (loss[k] > floor - 0.1).all() else str(iters[int(np.argmax(loss[k] <= floor - 0.1))])
-                for k in range(len(dirs))] if floor is not None else []
-        plateau = '' if floor is None else f" {(loss[:, -1] > floor - 0.1).sum()} of {len(dirs)} | {' / '.join(left)} |"
+        plateau = ''
+        if floor is not None:
+            below = loss <= floor - 0.1  # (seed, evaluation)
+            left = [str(iters[run.argmax()]) if run.any() else 'never' for run in below]
+            plateau = f" {(~below[:, -1]).sum()} of {len(dirs)} | {' / '.join(left)} |"
         rows.append(f"| {arm} | {ms(loss[:, -1], '.3f')} | {change[0]} | {change[1]} |{plateau}")
     if rows:
         line_plot(plot, curves, title=f'{title} ({over(seeds)})', xlabel='step', ylabel='validation loss')
@@ -142,9 +144,10 @@ for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
                  f'{res}/table7_val_loss{suffix}.png', steps,
                  floor=None if unigram is None else np.log(np.mean(unigram)))
     pairs = [(m, 'vm') for m in ('mlm15', 'mlm30')] + [(m, 'vm_2s') for m in ('mlm15_2s', 'mlm30_2s')]
-    for (d, m), v in ((dm, v) for dm in ppl7 for m, v in pairs if dm[1] == m) if suffix == '' else ():
-        # B1: every seed in domain, the mean on Wikipedia; B2: a model's k < 8 perplexity above its overall one,
-        # and vm's gain (a ratio of perplexities, so the larger scale at k < 8 does not count) larger at k < 8
+    compared = [(d, m, v) for d in ('shakespeare', 'wikipedia') for m, v in pairs if (d, m) in ppl7 and (d, v) in ppl7]
+    # B1: every seed in domain, the mean on Wikipedia; B2: a model's k < 8 perplexity above its overall one, and
+    # vm's gain (a ratio of perplexities, so the larger scale at k < 8 does not count) larger at k < 8
+    for d, m, v in compared if suffix == '' else ():
         hypothesis('B1', f'{d}: {v} below {m}', np.subtract(ppl7[d, v], ppl7[d, m]), -1,
                    'yes' if d == 'shakespeare' else 'weak', '.1f')
         if d == 'shakespeare':
@@ -163,7 +166,7 @@ for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
           [diff_row(f"{d}: {v} - {m}", ppl7[d, m], ppl7[d, v], -1, '.1f')
            + f" {diff_cell(short7[d, m], short7[d, v], -1, '.1f')} |"
            + (f" {gpt2_cell(d, m, v)} |" if gpt2_out else '')
-           for d in ('shakespeare', 'wikipedia') for m, v in pairs if (d, m) in ppl7 and (d, v) in ppl7])
+           for d, m, v in compared])
     # Thm 4.3 measured (theory.py maskloss): masked loss at fixed mask ratios, inside and outside the training ranges
     paths = [f'{run_dir}/maskloss-{s}/maskloss.csv' for s in seeds]
     if all(os.path.exists(p) for p in paths):
@@ -314,7 +317,7 @@ if byte_level and hypotheses:
     rows = []
     for name, comparison, diffs, sign, need, fmt in sorted(hypotheses, key=lambda h: h[0]):
         said = verdict(diffs, sign)
-        met.setdefault(name, []).append(said == 'yes' or said == need)
+        met.setdefault(name, []).append(said in ('yes', need))
         rows.append(f"| {name} | {comparison} | {ms(diffs, fmt)} | {(sign * diffs > 0).sum()} of {len(diffs)} | "
                     f"{said} | {'every seed' if need == 'yes' else 'the mean'} | {'met' if met[name][-1] else 'not met'} |")
     table("Hypotheses B1-B4 (reproduce.sh, written before any run), comparison by comparison",
