@@ -69,7 +69,7 @@ if os.path.exists(f'{out}/toy/toy_tails_r2_s6_T2.csv'):
 def budget_check(title, run_dirs, plot, steps, floor=None):  # run_dirs: {arm: [its run directory, one per seed]}
     # floor: the unigram model's loss in nats; a run that ends within 0.1 of it has not started to use context (at
     # byte level an arm can stay there for its whole budget on one seed and not on another)
-    curves, rows = {}, []
+    curves, rows, ended_on_plateau = {}, [], {}  # {arm: per seed, did its run end on the plateau}
     for arm, dirs in run_dirs.items():
         logs = [f'{d}/log.jsonl' for d in dirs]
         if not all(os.path.exists(p) for p in logs):
@@ -88,12 +88,14 @@ def budget_check(title, run_dirs, plot, steps, floor=None):  # run_dirs: {arm: [
             below = loss <= floor - 0.1  # (seed, evaluation)
             left = [str(iters[run.argmax()]) if run.any() else 'never' for run in below]
             plateau = f" {(~below[:, -1]).sum()} of {len(dirs)} | {' / '.join(left)} |"
+            ended_on_plateau[arm] = ~below[:, -1]
         rows.append(f"| {arm} | {ms(loss[:, -1], '.3f')} | {change[0]} | {change[1]} |{plateau}")
     if rows:
         line_plot(plot, curves, title=f'{title} ({over(seeds)})', xlabel='step', ylabel='validation loss')
         table(title, ["model", "validation loss at the end", "change over the last 1000 steps", "over the last 500"]
               + ([f"seeds on the unigram plateau ({floor:.2f} nats) at the end",
                   f"step it left the plateau, seed {' / '.join(seeds)}"] if floor is not None else []), rows)
+    return ended_on_plateau
 
 # -----------------------------------------------------------------------------
 # Table 7 / Fig. 3, one table per training budget that has been run
@@ -107,6 +109,7 @@ def table7_runs(run_dir, seeds, data, reading='ppl'):  # {model: [its summary.js
     runs = [json.load(open(p))['checkpoints'] for p in paths]
     return {seed_of(os.path.dirname(c['name']) or c['name'])[0]: [run[i] for run in runs] for i, c in enumerate(runs[0])}
 
+plateau7 = {}  # the default budget's Table 7 runs: {arm: per seed, did it end on the unigram plateau}
 gpt2_t7 = {d: table7_runs(f'{gpt2_out}/table7', gpt2_seeds, d) if gpt2_out else None for d in ('shakespeare', 'wikipedia')}
 for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
     suffix = run_dir.split('table7')[-1]
@@ -139,7 +142,7 @@ for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
         header += ["ppl, [MASK] after target", "at k < 8, [MASK] after target"]
     table(f"Table 7 / Fig. 3: perplexity of masked models, {steps} steps", header, rows)
     unigram = ppl7.get(('shakespeare', '(unigram)'))  # eval_ppl's floor row, in ppl; its loss is the plateau
-    budget_check(f"Table 7, {steps} steps: validation loss by step (nats per masked target)",
+    on_plateau = budget_check(f"Table 7, {steps} steps: validation loss by step (nats per masked target)",
                  {m: [f'{run_dir}/{m}-{s}' for s in seeds] for m in runs7['shakespeare'] if not m.startswith('(')},
                  f'{res}/table7_val_loss{suffix}.png', steps,
                  floor=None if unigram is None else np.log(np.mean(unigram)))
@@ -161,11 +164,22 @@ for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
         if runs is None or m not in runs or v not in runs:
             return '–'
         return diff_cell([r['ppl'] for r in runs[m]], [r['ppl'] for r in runs[v]], -1, '.1f')
+    def learned_cell(d, m, v):  # post hoc: the seeds on which both runs left the plateau, so the difference is one
+        # of what two models learned, not of whether one of them started to (the largest source of spread here)
+        if m not in on_plateau or v not in on_plateau:
+            return '–'
+        both = ~on_plateau[m] & ~on_plateau[v]
+        cell = diff_cell(np.array(ppl7[d, m])[both], np.array(ppl7[d, v])[both], -1, '.1f') if both.any() else '–'
+        return f"{cell}, {both.sum()} of {len(both)} seeds"
+    if suffix == '':
+        plateau7 = on_plateau  # Fig. 2 reads mlm 0.15's
     table(f"Table 7, {steps} steps: paired differences (paper: vm below both fixed ratios)",
-          ["difference", "ppl", "paper's way?", "at k < 8"] + gpt2_header,
+          ["difference", "ppl", "paper's way?", "at k < 8"] + gpt2_header
+          + (["seeds where both runs left the plateau (post hoc)"] if on_plateau else []),
           [diff_row(f"{d}: {v} - {m}", ppl7[d, m], ppl7[d, v], -1, '.1f')
            + f" {diff_cell(short7[d, m], short7[d, v], -1, '.1f')} |"
            + (f" {gpt2_cell(d, m, v)} |" if gpt2_out else '')
+           + (f" {learned_cell(d, m, v)} |" if on_plateau else '')
            for d, m, v in compared])
     # Thm 4.3 measured (theory.py maskloss): masked loss at fixed mask ratios, inside and outside the training ranges
     paths = [f'{run_dir}/maskloss-{s}/maskloss.csv' for s in seeds]
@@ -254,6 +268,12 @@ for scale, suffix in (('raw inner products (App. B.2)', ''), ('cosine similariti
     rows.append(f"| mlm15 / ar at the last kept rank | | | {ms(ratio, '.3g')} ({verdict(ratio - 1, 1)}) |")
     if suffix == '-cosine':
         hypothesis('B4', 'mlm15 / ar - 1, cosine, at the last kept rank', ratio - 1, 1)
+    if 'mlm15' in plateau7:  # post hoc: a model on the unigram plateau maps every window to nearly the same
+        # feature, so its cosine connectivity is ~1 whatever it learned: keep the seeds whose mlm 0.15 left it
+        learned = ~plateau7['mlm15']
+        rows.append(f"| the same ratio, seeds whose mlm15 left the plateau (post hoc) | | | "
+                    + (f"{ms(ratio[learned], '.3g')} ({verdict(ratio[learned] - 1, 1)}), " if learned.any() else '–, ')
+                    + f"{learned.sum()} of {len(learned)} seeds |")
     gpt2 = connectivity(gpt2_out, gpt2_seeds, suffix) if gpt2_out else None
     if gpt2:
         ratio = last_rank_ratio(gpt2, gpt2_seeds)
