@@ -26,24 +26,28 @@ md = [f"Seeds {', '.join(seeds)}; mean ± sample std over seeds. Verdict on a pa
 
 def ms(values, fmt='.2f'):
     values = np.asarray(values, float)
-    return f"{values.mean():{fmt}} ± {values.std(ddof=1) if len(values) > 1 else 0:{fmt}}"
+    return f"{shown(values.mean(), fmt):{fmt}} ± {values.std(ddof=1) if len(values) > 1 else 0:{fmt}}"
+
+def shown(values, fmt):  # at the precision printed ('.1f': 1 decimal), so a verdict judges what the table shows: a
+    # difference that prints as 0 is a tie, not the paper's way (nor float noise); + 0.0 prints -0.0 as 0.0
+    return np.round(values, int(fmt[1:-1])) + 0.0 if fmt.endswith('f') else values
 
 def verdict(diffs, sign):  # sign = +1 when the paper says the difference should be positive
     diffs = sign * np.asarray(diffs, float)
-    return 'no' if diffs.mean() <= 0 else 'yes' if (diffs > 0).all() else 'weak'
+    mean = diffs.mean()
+    return 'no' if mean <= 0 or np.isclose(mean, 0, rtol=0, atol=1e-12) else 'yes' if (diffs > 0).all() else 'weak'
 
 def diff_cell(base, other, sign, fmt='.2f'):  # other - base, paired by seed, with its verdict
-    diffs = np.subtract(other, base)
+    diffs = shown(np.subtract(other, base), fmt)
     return f"{ms(diffs, fmt)} ({verdict(diffs, sign)})"
 
 hypotheses = []  # (name, comparison, paired differences, sign, the verdict it needs, format), tested at the end
 
 def hypothesis(name, comparison, diffs, sign, need='yes', fmt='.3f'):  # need 'weak': the mean alone ('yes': every seed too)
-    # judged at the precision shown: a difference that prints as 0 is not the paper's way (nor float noise)
-    hypotheses.append((name, comparison, np.round(np.asarray(diffs, float), int(fmt[1:-1])), sign, need, fmt))
+    hypotheses.append((name, comparison, shown(np.asarray(diffs, float), fmt), sign, need, fmt))
 
 def diff_row(label, base, other, sign, fmt='.2f'):
-    diffs = np.subtract(other, base)
+    diffs = shown(np.subtract(other, base), fmt)
     return f"| {label} | {ms(diffs, fmt)} | {verdict(diffs, sign)} |"
 
 gpt2_header = [f"GPT-2 BPE, {gpt2_steps} steps ({len(gpt2_seeds)} seeds)"] if gpt2_out else []
