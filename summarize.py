@@ -91,8 +91,8 @@ def budget_check(title, run_dirs, plot, steps, floor=None):  # run_dirs: {arm: [
         if floor is not None:
             below = loss <= floor - 0.1  # (seed, evaluation)
             left = [str(iters[run.argmax()]) if run.any() else 'never' for run in below]
-            plateau = f" {(~below[:, -1]).sum()} of {len(dirs)} | {' / '.join(left)} |"
             ended_on_plateau[arm] = ~below[:, -1]
+            plateau = f" {ended_on_plateau[arm].sum()} of {len(dirs)} | {' / '.join(left)} |"
         rows.append(f"| {arm} | {ms(loss[:, -1], '.3f')} | {change[0]} | {change[1]} |{plateau}")
     if rows:
         line_plot(plot, curves, title=f'{title} ({over(seeds)})', xlabel='step', ylabel='validation loss')
