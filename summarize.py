@@ -145,6 +145,12 @@ for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
     if masked_reading:
         header += ["ppl, [MASK] after target", "at k < 8, [MASK] after target"]
     table(f"Table 7 / Fig. 3: perplexity of masked models, {steps} steps", header, rows)
+    # the same, seed by seed: at this scale a seed's run either leaves the unigram plateau or not, and a mean over
+    # seeds hides which runs did (the budget check below gives the step)
+    models = [m for d, m in ppl7 if d == 'shakespeare' and not m.startswith('(')]
+    table(f"Table 7, {steps} steps: perplexity by seed ({' / '.join(seeds)})", ["model", "held-out plays", "Wikipedia"],
+          [f"| {m} | " + ' | '.join(' / '.join(f'{p:.1f}' for p in ppl7[d, m]) for d in ('shakespeare', 'wikipedia'))
+           + ' |' for m in models])
     unigram = ppl7.get(('shakespeare', '(unigram)'))  # eval_ppl's floor row, in ppl; its loss is the plateau
     on_plateau = budget_check(f"Table 7, {steps} steps: validation loss by step (nats per masked target)",
                  {m: [f'{run_dir}/{m}-{s}' for s in seeds] for m in runs7['shakespeare'] if not m.startswith('(')},
@@ -160,7 +166,7 @@ for run_dir in sorted(glob.glob(f'{out}/table7*'), key=lambda d: (len(d), d)):
         if d == 'shakespeare':
             hypothesis('B2', f'{d}: {v} gains more over {m} at k < 8 (log ppl ratio)',
                        np.log(np.multiply(short7[d, m], ppl7[d, v]) / np.multiply(short7[d, v], ppl7[d, m])), 1)
-    for name in [m for d, m in ppl7 if d == 'shakespeare' and not m.startswith('(')] if suffix == '' else ():
+    for name in models if suffix == '' else ():
         hypothesis('B2', f'shakespeare: {name} highest at k < 8 (log ppl)',
                    np.log(short7['shakespeare', name]) - np.log(ppl7['shakespeare', name]), 1)
     def gpt2_cell(d, m, v):  # the same one-stream difference in the GPT-2 BPE reproduction, '–' where it was not run

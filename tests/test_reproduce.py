@@ -194,6 +194,9 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
     assert result.returncode == 0, result.stderr
     tables = (res / 'tables.md').read_text()
     assert 'GPT-2 BPE, 1500 steps (2 seeds)' in tables
+    by_seed = next(t for t in tables.split('### ') if t.startswith('Table 7, 3000 steps: perplexity by seed (1 / 2 / 3)'))
+    assert row(by_seed, 'vm').split(' | ')[1:] == ['8.5 / 9.5 / 9.5', '8.5 / 9.5 / 9.5 |']  # each seed's own run
+    assert row(by_seed, 'vm_2s').startswith('| vm_2s | 7.0 / 7.5 / 8.0 |') and '(unigram)' not in by_seed
     cells = row(tables, 'shakespeare: vm - mlm15').split(' | ')
     assert cells[1:3] == ['-0.8 ± 0.6', 'yes']             # -1.5, -0.5, -0.5: lower on every seed
     assert cells[3].endswith('(no)')                        # at k < 8 vm is the worst on every seed
@@ -204,9 +207,9 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
     assert row(tables, 'shakespeare: vm - mlm30').endswith('| – |')  # seed 3's mlm 0.3 stopped short: not judged
     assert row(tables, 'wikipedia: vm_2s - mlm15_2s').split(' | ')[2] == 'weak'   # -1, -0.5, 0
     assert row(tables, 'shakespeare: vm_2s - mlm30_2s').endswith('| – | -0.5 ± 0.5 (weak), 3 of 3 seeds |')
-    budget = row(tables, 'vm_2s').split(' | ')
-    assert budget[1:6] == ['2.710 ± 0.010', '-0.090 ± 0.010', '-0.040 ± 0.010', '0 of 3', '2000 / 2000 / 2000 |']
     budget_table = next(t for t in tables.split('### ') if t.startswith('Table 7, 3000 steps: validation loss'))
+    budget = row(budget_table, 'vm_2s').split(' | ')
+    assert budget[1:6] == ['2.710 ± 0.010', '-0.090 ± 0.010', '-0.040 ± 0.010', '0 of 3', '2000 / 2000 / 2000 |']
     assert '| mlm15 |' in budget_table and '| mlm30 |' not in budget_table
     assert row(budget_table, 'mlm15').endswith('| 1 of 3 | 2000 / never / 2500 |')
     assert 'unigram plateau (3.00 nats) at the end' in budget_table
