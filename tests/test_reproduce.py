@@ -166,7 +166,9 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
         short['vm'] = 30.0  # above every fixed-ratio model at short prefixes on every seed
         for data in ('shakespeare', 'wikipedia'):
             for reading in ('ppl', 'ppl-mask'):
-                write_ppl_summary(out / f'table7/{reading}-{data}-{seed}', {**{f'{a}-{seed}': ppl[a] for a in arms},
+                # the [MASK]-after-target reading: vm 2 lower than in the invisible one, the rest the same
+                write_ppl_summary(out / f'table7/{reading}-{data}-{seed}',
+                                  {**{f'{a}-{seed}': ppl[a] - 2.0 * (reading == 'ppl-mask' and a == 'vm') for a in arms},
                                   '(unigram)': 20.0}, {**{f'{a}-{seed}': short[a] for a in arms}, '(unigram)': 40.0})
         for arm in arms:  # validation loss 3.0 at 1000, 2.8 at 2000, 2.75 at 2500, 2.7 + seed offset at 3000
             run = out / f'table7/{arm}-{seed}'
@@ -200,9 +202,10 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
     cells = row(tables, 'shakespeare: vm - mlm15').split(' | ')
     assert cells[1:3] == ['-0.8 ± 0.6', 'yes']             # -1.5, -0.5, -0.5: lower on every seed
     assert cells[3].endswith('(no)')                        # at k < 8 vm is the worst on every seed
-    assert cells[4] == '50.0 ± 0.0 (no)'                    # the GPT-2 runs: 750 - 700 on both seeds
+    assert cells[4] == '-2.8 ± 0.6 (yes)'                   # the [MASK] reading: vm 2 lower on every seed
+    assert cells[5] == '50.0 ± 0.0 (no)'                    # the GPT-2 runs: 750 - 700 on both seeds
     # post hoc, the seeds where both runs left the plateau: seed 2's mlm 0.15 never did, so -1.5 and -0.5 remain
-    assert cells[5] == '-1.0 ± 0.7 (yes), 2 of 3 seeds |'
+    assert cells[6] == '-1.0 ± 0.7 (yes), 2 of 3 seeds |'
     assert row(tables, 'shakespeare: vm - mlm30').split(' | ')[2] == 'no'          # -0.5, +0.5, +0.5
     assert row(tables, 'shakespeare: vm - mlm30').endswith('| – |')  # seed 3's mlm 0.3 stopped short: not judged
     assert row(tables, 'wikipedia: vm_2s - mlm15_2s').split(' | ')[2] == 'weak'   # -1, -0.5, 0
