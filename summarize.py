@@ -34,8 +34,8 @@ def shown(values, fmt):  # at the precision printed ('.1f': 1 decimal), so a ver
 
 def verdict(diffs, sign):  # sign = +1 when the paper says the difference should be positive
     diffs = sign * np.asarray(diffs, float)
-    mean = diffs.mean()
-    return 'no' if mean <= 0 or np.isclose(mean, 0, rtol=0, atol=1e-12) else 'yes' if (diffs > 0).all() else 'weak'
+    # diffs come rounded as printed; their mean can still carry float dust (1e-17), which is a tie, not a gain
+    return 'no' if diffs.mean() <= 1e-12 else 'yes' if (diffs > 0).all() else 'weak'
 
 def diff_cell(base, other, sign, fmt='.2f'):  # other - base, paired by seed, with its verdict
     diffs = shown(np.subtract(other, base), fmt)

@@ -33,6 +33,11 @@ def row(tables, label):
     return next(line for line in tables.splitlines() if line.startswith(f'| {label} |'))
 
 
+def section(tables, title):
+    """The table of tables.md whose title starts with `title` (rows of the same label recur across tables)."""
+    return next(t for t in tables.split('### ') if t.startswith(title))
+
+
 def holds(tables, hypothesis):  # its row in the last table, "does it reproduce?"
     return [line for line in tables.splitlines() if line.startswith(f'| {hypothesis} |')][-1]
 
@@ -196,7 +201,7 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
     assert result.returncode == 0, result.stderr
     tables = (res / 'tables.md').read_text()
     assert 'GPT-2 BPE, 1500 steps (2 seeds)' in tables
-    by_seed = next(t for t in tables.split('### ') if t.startswith('Table 7, 3000 steps: perplexity by seed (1 / 2 / 3)'))
+    by_seed = section(tables, 'Table 7, 3000 steps: perplexity by seed (1 / 2 / 3)')
     assert row(by_seed, 'vm').split(' | ')[1:] == ['8.5 / 9.5 / 9.5', '8.5 / 9.5 / 9.5 |']  # each seed's own run
     assert row(by_seed, 'vm_2s').startswith('| vm_2s | 7.0 / 7.5 / 8.0 |') and '(unigram)' not in by_seed
     cells = row(tables, 'shakespeare: vm - mlm15').split(' | ')
@@ -210,14 +215,14 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
     assert row(tables, 'shakespeare: vm - mlm30').endswith('| – |')  # seed 3's mlm 0.3 stopped short: not judged
     assert row(tables, 'wikipedia: vm_2s - mlm15_2s').split(' | ')[2] == 'weak'   # -1, -0.5, 0
     assert row(tables, 'shakespeare: vm_2s - mlm30_2s').endswith('| – | -0.5 ± 0.5 (weak), 3 of 3 seeds |')
-    budget_table = next(t for t in tables.split('### ') if t.startswith('Table 7, 3000 steps: validation loss'))
+    budget_table = section(tables, 'Table 7, 3000 steps: validation loss')
     budget = row(budget_table, 'vm_2s').split(' | ')
     assert budget[1:6] == ['2.710 ± 0.010', '-0.090 ± 0.010', '-0.040 ± 0.010', '0 of 3', '2000 / 2000 / 2000 |']
     assert '| mlm15 |' in budget_table and '| mlm30 |' not in budget_table
     assert row(budget_table, 'mlm15').endswith('| 1 of 3 | 2000 / never / 2500 |')
     assert 'unigram plateau (3.00 nats) at the end' in budget_table
     assert row(tables, 'vm - mlm30').split(' | ')[1:] == ['-0.100 ± 0.000 (yes)', '0.410 ± 0.010 (no) |']
-    maskloss_table = next(t for t in tables.split('### ') if t.startswith('Thm 4.3 measured'))
+    maskloss_table = section(tables, 'Thm 4.3 measured')
     assert '| model | ρ = 0.15 | ρ = 0.9 |' in maskloss_table
     assert row(maskloss_table, 'mlm30_2s').split(' | ')[1:] == ['1.700 ± 0.000', '3.200 ± 0.000 |']
     assert (res / 'maskloss.png').exists() and (res / 'maskloss.csv').exists()
@@ -460,7 +465,7 @@ def test_fig2_post_hoc_ratio_leaves_out_a_seed_whose_mlm_stayed_on_the_plateau(t
                       [{'series': f'{j}: {name} {name}-{seed}', 'pair rank': r, 'inner product': scale / r}
                        for j, (name, scale) in enumerate((('ar', 1.0), ('mlm15', ratio[seed])), 1) for r in (1, 2, 3)])
     tables = summarize(out, tmp_path / 'res', 'bytes')
-    cosine = next(t for t in tables.split('### ') if t.startswith('Fig. 2: connectivity, cosine'))
+    cosine = section(tables, 'Fig. 2: connectivity, cosine')
     assert row(cosine, 'mlm15 / ar at the last kept rank').endswith('| 1.07 ± 0.379 (weak) |')
     assert row(cosine, 'the same ratio, seeds whose mlm15 left the plateau (post hoc)').endswith(
         '| 0.85 ± 0.0707 (no), 2 of 3 seeds |')
