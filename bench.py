@@ -32,10 +32,11 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from configurator import (UsageError, atomic_write, check_ranges, configure, one_line_errors, pick_compile,
-                          setup_processes)
+from checkpoint import atomic_write
+from devices import peak_flops, pick_compile, setup_processes
+from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, model_vocab_size
-from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask, open_pairs, peak_flops
+from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask, open_pairs
 from objectives import Objective, to_device
 
 # -----------------------------------------------------------------------------

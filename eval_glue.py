@@ -19,14 +19,16 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from configurator import UsageError, atomic_write, check_ranges, configure, one_line_errors, pick_attn_backend, setup_processes
+from checkpoint import atomic_write, load_checkpoint, read_checkpoint
+from devices import pick_attn_backend, setup_processes
+from evals.finetune import lr_at
+from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import glue_tasks
 from evals.finetune import (STYLES, Classifier, encode_rows, fit_least_squares, fit_logistic, join_pair,
                            length_batches, pad_batch, resolve_pooling, standardize, task_loss,
                            to_predictions)
 from data.text import TOKENIZERS, get_tokenizer
 from evals.plot import write_csv
-from model import load_checkpoint, lr_at, read_checkpoint
 from objectives import Objective
 
 # -----------------------------------------------------------------------------

@@ -35,13 +35,16 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
-from configurator import UsageError, atomic_write, check_ranges, configure, one_line_errors, pick_attn_backend, setup_processes
+from checkpoint import atomic_write, load_checkpoint, read_checkpoint
+from devices import pick_attn_backend, setup_processes
+from evals.finetune import lr_at
+from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.images import load_images
 from evals.lpips import MIN_SIDE
 from evals.vision_eval import (Classifier, accuracy, check_pool, encode, fill_order, layer_decay_groups,
                               masked_l2, mean_fill, mixup, reconstruct, save_grid,
                               soft_cross_entropy, soft_targets, to_sequence, train_linear_probe)
-from model import load_checkpoint, lr_at, read_checkpoint, unpatchify
+from model import unpatchify
 from objectives import Objective
 
 # -----------------------------------------------------------------------------

@@ -12,14 +12,13 @@ where row_limit is the content group for content rows and (query group - 1) for 
 One-stream GPT is content groups 0,1,2,...; one-stream BERT is every group 0; padding gets PAD_GROUP.
 """
 import math
-import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from configurator import UsageError, atomic_write
+from configurator import UsageError
 
 PAD_GROUP = 2 ** 30  # padding rows: no real row ever sees them (and they see everything, so no row is empty)
 
@@ -57,6 +56,8 @@ class ModelConfig:
             if self.image_size % self.patch_size:
                 raise UsageError(f"image_size={self.image_size} is not divisible by patch_size={self.patch_size}: "
                                  "pick a patch size that divides it")
+            if self.n_embd % 4:
+                raise UsageError(f"n_embd={self.n_embd} must be divisible by 4 for 2-D sin-cos patch positions")
             self.block_size = (self.image_size // self.patch_size) ** 2 + 1  # patches + CLS
 
     @property
@@ -70,8 +71,6 @@ def patchify(imgs, patch_size):
     """(B, C, H, W) -> (B, N, C*p*p), patches in raster order."""
     B, C, H, W = imgs.shape
     p = patch_size
-    if H % p or W % p:
-        raise UsageError(f"image size {H}x{W} is not divisible by patch_size={p}")
     x = imgs.reshape(B, C, H // p, p, W // p, p)
     return x.permute(0, 2, 4, 3, 5, 1).reshape(B, (H // p) * (W // p), p * p * C)
 
@@ -79,15 +78,11 @@ def unpatchify(patches, patch_size, channels):
     """(B, N, C*p*p) -> (B, C, H, W); the exact inverse of patchify for square images."""
     B, N, _ = patches.shape
     p, side = patch_size, math.isqrt(N)
-    if side * side != N:
-        raise UsageError(f"{N} patches do not form a square image")
     x = patches.reshape(B, side, side, p, p, channels)
     return x.permute(0, 5, 1, 3, 2, 4).reshape(B, channels, side * p, side * p)
 
 def sincos_2d(n_embd, grid):
     """Fixed 2-D sine-cosine position embeddings (MAE); row 0 (the CLS slot) is zero."""
-    if n_embd % 4:
-        raise UsageError(f"n_embd={n_embd} must be divisible by 4 for 2-D sin-cos positions")
     omega = 1.0 / 10000 ** (torch.arange(n_embd // 4, dtype=torch.float64) / (n_embd // 4))
     ys, xs = torch.meshgrid(torch.arange(grid, dtype=torch.float64), torch.arange(grid, dtype=torch.float64),
                             indexing='ij')
@@ -260,30 +255,14 @@ class Transformer(nn.Module):
 
     # ---- embeddings
 
-    @staticmethod
-    def check_values(ids):
-        return ids.device.type == 'cpu' and ids.numel() > 0 and not torch.compiler.is_compiling()
-
     def position(self, pos):
-        # value checks sync the GPU, so they run eager on CPU only (scripts check vocab and block size up front);
-        # compiled, a data-dependent branch would guard on the value and recompile for every new maximum
-        if self.check_values(pos) and int(pos.max()) >= self.config.block_size:
-            raise UsageError(f"position {int(pos.max())} is past block_size={self.config.block_size}: "
-                             "shorten the sequence or train with a larger block_size")
         return self.wpe(pos) if self.config.input_kind == 'tokens' else self.pos_table[pos]
 
     def embed_content(self, content, content_pos, content_masked=None):
+        # scripts check token ids, positions and patch sizes where data enters (a check here would sync the GPU)
         if self.config.input_kind == 'tokens':
-            if content.dim() != 2:
-                raise UsageError(f"a token model needs (B, S) ids, got shape {tuple(content.shape)}")
-            if self.check_values(content) and int(content.max()) >= self.config.vocab_size:
-                raise UsageError(f"token id {int(content.max())} >= vocab_size={self.config.vocab_size}: "
-                                 "the data was tokenised with another vocabulary")
             h = self.wte(content)
         else:
-            if content.dim() != 3 or content.shape[-1] != self.config.patch_dim:
-                raise UsageError(f"a patch model needs (B, S, {self.config.patch_dim}) patches, got shape "
-                                 f"{tuple(content.shape)}: check channels / patch_size against the checkpoint")
             h = self.patch_embed(content)
             h = torch.where((content_pos == 0)[..., None], self.cls_emb.to(h.dtype), h)
         if content_masked is not None:
@@ -317,33 +296,32 @@ class Transformer(nn.Module):
         return self.ln_f(x)
 
     def forward(self, content, content_pos, content_groups, query_pos=None, query_groups=None,
-                content_masked=None, pred_index=None, targets=None, valid=None, causal=False):
+                content_masked=None, pred_index=None, targets=None, valid=None, causal=False, per_sequence=False):
         h = self.trunk(content, content_pos, content_groups, query_pos, query_groups, content_masked, causal)
-        n_content = content.shape[1]
         if query_pos is not None:
-            out = h[:, n_content:]  # the head reads the query stream
+            out = h[:, content.shape[1]:]  # the head reads the query stream
         else:
             out = torch.gather(h, 1, pred_index[..., None].expand(-1, -1, h.shape[-1]))
-        if self.config.input_kind == 'tokens':
-            preds = self.lm_head(out)
-        else:
-            preds = self.pixel_head(out)
+        preds = self.lm_head(out) if self.config.input_kind == 'tokens' else self.pixel_head(out)
         if targets is None:
             return preds, None
-        return preds, self.loss(preds, targets, valid)
+        return preds, self.loss(preds, targets, valid, per_sequence)
 
-    def loss(self, preds, targets, valid):
-        """Mean over valid targets: token cross-entropy, or per-patch pixel MSE (optionally MAE-normalised)."""
-        if valid is None:
-            valid = torch.ones(targets.shape[:2], dtype=torch.bool, device=targets.device)
+    def loss(self, preds, targets, valid, per_sequence=False):
+        """Token cross-entropy, or per-patch pixel MSE (optionally MAE-normalised), averaged over valid targets:
+        over all of them, or (per_sequence) over each sequence's own, then over sequences. MDLM's ELBO weights
+        every sequence alike whatever its masked count; the plain mean gives heavily masked rows more weight."""
         if self.config.input_kind == 'tokens':
-            labels = targets.masked_fill(~valid, -100)
-            return F.cross_entropy(preds.float().flatten(0, 1), labels.flatten(), ignore_index=-100)
-        if self.config.norm_pix_loss:
-            mean, var = targets.mean(dim=-1, keepdim=True), targets.var(dim=-1, keepdim=True)
-            targets = (targets - mean) / (var + 1e-6).sqrt()
-        per_patch = ((preds.float() - targets.float()) ** 2).mean(dim=-1)
-        return (per_patch * valid).sum() / valid.sum().clamp(min=1)
+            per_target = F.cross_entropy(preds.float().flatten(0, 1), targets.flatten(), reduction='none')
+        else:
+            if self.config.norm_pix_loss:
+                mean, var = targets.mean(dim=-1, keepdim=True), targets.var(dim=-1, keepdim=True)
+                targets = (targets - mean) / (var + 1e-6).sqrt()
+            per_target = ((preds.float() - targets.float()) ** 2).mean(dim=-1)
+        per_target = per_target.view(valid.shape) * valid
+        if per_sequence:
+            return (per_target.sum(dim=1) / valid.sum(dim=1).clamp(min=1)).mean()
+        return per_target.sum() / valid.sum().clamp(min=1)
 
     @torch.no_grad()
     def features(self, content, content_pos=None, content_groups=None, content_masked=None, all_layers=False):
@@ -368,76 +346,3 @@ class Transformer(nn.Module):
         forward = 2 * L * (n_content * content_row + n_query * query_row) + 4 * L * d * attn_pairs + 2 * n_pred * head
         return 3 * forward
 
-    def step_memory(self, batch, training=True):
-        """A lower bound on the bytes one step of `batch` holds in fp32: the weights (with gradients and AdamW's two
-        moments when training), 4 activations per row and layer (a block keeps more than 10 for backward), the dense
-        boolean mask of the sdpa path, and the logits (with their log-softmax and gradient). Scripts compare it with
-        the free memory before allocating anything, so a block size that cannot fit stops with one line."""
-        B, n_content = batch['content'].shape[:2]
-        n_query = 0 if batch['query_pos'] is None else batch['query_pos'].shape[1]
-        rows, per_row = n_content + n_query, 4 if training else 1
-        weights = 4 * sum(p.numel() for p in self.parameters()) * (4 if training else 1)
-        activations = 4 * B * rows * self.config.n_embd * self.config.n_layer * per_row
-        dense = self.config.attn_backend == 'sdpa' and not (batch['causal'] and n_query == 0)
-        head = self.config.vocab_size if self.config.input_kind == 'tokens' else self.config.patch_dim
-        logits = 4 * B * batch['valid'].shape[1] * head * (3 if training else 1)
-        return weights + activations + (B * rows * n_content if dense else 0) + logits
-
-# -----------------------------------------------------------------------------
-# training: one learning-rate schedule, accelerator peaks for MFU
-
-def lr_at(step, peak, warmup, total, floor=0.0, shape='cosine'):
-    """Linear warmup over `warmup` steps, then a half cosine ('cosine') or a straight line ('triangle', Cramming)
-    from peak down to floor at step `total`, and floor after it. Pretraining, fine-tuning and probes alike."""
-    if step < warmup:
-        return peak * (step + 1) / (warmup + 1)
-    progress = min(1.0, (step - warmup) / max(1, total - warmup))
-    decay = 1 - progress if shape == 'triangle' else 0.5 * (1 + math.cos(math.pi * progress))
-    return floor + (peak - floor) * decay
-
-# dense tensor-core peaks in TFLOP/s, most specific name first (fp32 runs use TF32, which setup_processes turns on)
-PEAK_TFLOPS = {'bfloat16': [('H100 PCIe', 756), ('H100', 989), ('H200', 989), ('A100', 312)],
-               'float32': [('H100 PCIe', 378), ('H100', 494), ('H200', 494), ('A100', 156)]}
-PEAK_TFLOPS['float16'] = PEAK_TFLOPS['bfloat16']
-
-def peak_flops(device_name, dtype):
-    """FLOP/s of one accelerator at dtype, for MFU; None when unknown (CPUs included)."""
-    return next((tflops * 1e12 for name, tflops in PEAK_TFLOPS.get(dtype, []) if name in device_name), None)
-
-# -----------------------------------------------------------------------------
-# checkpoints: atomic writes, weights_only reads, one clear line when something is wrong
-
-def save_checkpoint(obj, path):
-    """A crash mid-write leaves the previous checkpoint untouched (configurator.atomic_write)."""
-    atomic_write(path, lambda f: torch.save(obj, f))
-
-def read_checkpoint(path, device='cpu'):
-    if not os.path.exists(path):
-        raise UsageError(f"checkpoint {path} does not exist: train one with `python train.py config/<name>.py` "
-                         "or point --ckpt at an existing file")
-    try:
-        ckpt = torch.load(path, map_location=device, weights_only=True)
-    except Exception as err:
-        raise UsageError(f"checkpoint {path} is corrupt or truncated ({type(err).__name__}): "
-                         "use the other checkpoint in its out_dir (ckpt_last.pt / ckpt_best.pt) or retrain") from None
-    if not isinstance(ckpt, dict) or 'model' not in ckpt or 'model_config' not in ckpt:
-        raise UsageError(f"{path} is not a lookaround checkpoint (no 'model' / 'model_config' entries)")
-    return ckpt
-
-def model_config_from(ckpt, path='checkpoint', **overrides):
-    known = {f.name for f in fields(ModelConfig)}
-    unknown = set(ckpt['model_config']) - known
-    if unknown:
-        raise UsageError(f"{path} has unknown model_config keys {sorted(unknown)}: it was written by another version")
-    return ModelConfig(**{**ckpt['model_config'], **overrides})
-
-def load_checkpoint(path, device='cpu', **overrides):
-    """-> (model in eval mode, checkpoint dict). overrides: ModelConfig fields, e.g. attn_backend='flex'."""
-    ckpt = read_checkpoint(path, device)
-    model = Transformer(model_config_from(ckpt, path, **overrides))
-    try:
-        model.load_state_dict(ckpt['model'])
-    except RuntimeError as err:
-        first = str(err).strip().splitlines()[0]
-        raise UsageError(f"{path} does not fit its own model_config ({first})") from None
-    return model.to(device).eval(), ckpt

@@ -3,19 +3,21 @@ Every pretraining objective of the paper as data: a batch of sequences in, what 
 
 Input x: (B, S) token ids with the conditioning token (BOS) in column 0, or (B, S, D) patches with a zero slot in
 row 0 that the model fills with its CLS vector. Position 0 is never a target and is visible to every row, so no
-attention row is ever empty (SPEC §1; an empty row gives NaN, or with a finite fill, a silent leak).
+attention row is ever empty (an empty row gives NaN; with a finite fill value, a silent leak).
 
-Output: a dict that the model takes as `model(**batch)` (see model.py). Every objective is a *visiting order* of
-positions 1..S-1 plus a *segmentation* of that order into groups; group k is predicted from groups < k:
-  ar      identity order, groups of 1                     -> one-stream causal (GPT), or two-stream
-  dar t   identity order, |G_1| ~ U{1..t}, then groups of t (Eq. 3 realised by Eq. 6), two-stream
-  mlm     random order, G_0 = visible (L - round(rho L)), G_1 = masked            -> one-stream BERT, or two-stream
+Output: a dict that the model takes as `model(**batch)` (see model.py). Every objective gives each position 1..L
+a *group id*; group k is predicted from groups < k (App. B.3):
+  ar      left to right, groups of 1                          -> one-stream causal (GPT), or two-stream
+  dar t   left to right, |G_1| ~ U{1..t}, then groups of t    (Eq. 3 realised by Eq. 6), two-stream
+  mlm     random positions: visible = group 0, masked = group 1, rho fixed      -> one-stream BERT, or two-stream
   vm      as mlm with rho ~ U[a, b] per sequence (Eq. 5)
+  mdlm    as mlm with the masked count m ~ U{1..L}, each sequence's loss its own mean (masked diffusion, MDLM)
   gvp     random order, fixed / random / mixed-length groups (GVP Sec. 3.2)
+`python objectives.py` draws each one on a sequence of 6 tokens and prints its groups and attention masks.
 All samplers draw from an explicit torch.Generator, so a batch is a pure function of (x, generator state).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
@@ -28,7 +30,7 @@ PAD_GROUP = 2 ** 30  # the same constant as model.PAD_GROUP (the two files impor
 # the one batch schema: what model(**batch) takes
 
 def model_batch(content, content_pos, content_groups, targets=None, valid=None, query_pos=None, query_groups=None,
-                content_masked=None, pred_index=None, causal=False):
+                content_masked=None, pred_index=None, causal=False, per_sequence=False):
     """B sequences, R content rows, Q query rows, P target rows (P = Q in two-stream batches), D = patch size.
       content         (B, R) token ids, or (B, R, D) patches: the content stream's inputs
       content_pos     (B, R) the position of each content row (0: the conditioning token / CLS slot)
@@ -39,53 +41,40 @@ def model_batch(content, content_pos, content_groups, targets=None, valid=None, 
       pred_index      (B, P) one-stream: the content row whose output predicts each target (None: two-stream)
       targets         (B, P) token ids, or (B, P, D) patches; None: no loss
       valid           (B, P) bool: real target rows (the rest pad a static width)
-      causal          one-stream GPT: content_groups = positions, and SDPA may use its causal kernel"""
+      causal          one-stream GPT: content_groups = positions, and SDPA may use its causal kernel
+      per_sequence    the loss is the mean over sequences of each one's mean over its targets (else over all)"""
     return dict(locals())  # the arguments by name: exactly the keywords of Transformer.forward
 
 # -----------------------------------------------------------------------------
-# mask ratios
+# orders and group sizes
 
-def check_ratio(mask_ratio):
-    """One ratio rho, or a range (low, high) with 0 < low <= high < 1 -> (low, high) as floats."""
-    pair = (mask_ratio, mask_ratio) if isinstance(mask_ratio, (int, float)) else mask_ratio
-    if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(v, (int, float)) for v in pair)
-            and 0 < pair[0] <= pair[1] < 1):
-        raise UsageError(f"mask_ratio must be one ratio in (0, 1) or a range (low, high) with 0 < low <= high < 1, "
-                         f"got {mask_ratio!r}: e.g. --mask_ratio=0.15 or --mask_ratio='(0.15,0.30)'")
-    return float(pair[0]), float(pair[1])
-
-# -----------------------------------------------------------------------------
-# orders and segmentations
-
-def visiting_order(B, L, random_order, generator, device):
+def visiting_order(B, L, random_order, generator):
     """(B, L) positions 1..L in the order they are visited: identity, or a uniform random permutation each."""
     if not random_order:
-        return torch.arange(1, L + 1, device=device).expand(B, L)
-    keys = torch.rand(B, L, generator=generator, device=generator.device).to(device)
-    return keys.argsort(dim=1) + 1
+        return torch.arange(1, L + 1).expand(B, L)
+    return torch.rand(B, L, generator=generator, device=generator.device).cpu().argsort(dim=1) + 1
 
 def groups_from_sizes(order, sizes):
-    """Scatter group ids along an order: sizes (B, K) are the group sizes in visiting order, G_0 first."""
+    """Scatter group ids along an order: sizes (B, K) are the group sizes in visiting order, G_0 first. Sizes
+    may sum past L (dar draws a row of t's long enough for any |G_1|): the ranks past L do not exist, so the
+    last group is whatever is left. Example, dar t = 2, L = 5, |G_1| = 1: sizes [0, 1, 2, 2, 2, 2, 2] ->
+    ends [0, 1, 3, 5, 7, ...] -> ranks 0..4 fall in groups [1, 2, 2, 3, 3]."""
     B, L = order.shape
-    ends = sizes.cumsum(dim=1)  # the rank at which each group ends
-    ranks = torch.arange(L, device=order.device).expand(B, L).contiguous()
-    group_of_rank = torch.searchsorted(ends.contiguous(), ranks, right=True)
-    groups = torch.empty_like(group_of_rank)
-    groups.scatter_(1, order - 1, group_of_rank)
-    return groups  # (B, L): group of position p is groups[:, p - 1]
+    ends = sizes.cumsum(dim=1).contiguous()  # the rank at which each group ends
+    group_of_rank = torch.searchsorted(ends, torch.arange(L).expand(B, L).contiguous(), right=True)
+    return torch.empty_like(group_of_rank).scatter_(1, order - 1, group_of_rank)  # groups[:, p - 1]: position p
 
 def dar_sizes(B, L, t, generator):
     """|G_1| ~ U{1..t} per sequence, then groups of t (Sec. 5.1); G_0 (conditioning only) is empty."""
     first = torch.randint(1, t + 1, (B, 1), generator=generator, device=generator.device).cpu()
-    rest = torch.full((B, L), t, dtype=torch.long)
-    return torch.cat([torch.zeros(B, 1, dtype=torch.long), first, rest], dim=1)
+    return torch.cat([torch.zeros(B, 1, dtype=torch.long), first, torch.full((B, L), t)], dim=1)
 
 def gvp_sizes(B, L, n_groups, segmentation, generator):
     """GVP Sec. 3.2 / App. B: boundaries n_0 < ... < n_K = L; G_0 = the first n_0 visited positions (never predicted)."""
     K = n_groups
     if segmentation == 'fixed':
         bounds = torch.tensor([(i + 1) * L // (K + 1) for i in range(K)] + [L]).expand(B, K + 1)
-    else:  # 'random' or 'mixed' (Objective checks the name)
+    else:
         rows = []
         for _ in range(B):
             if segmentation == 'random':  # n_0..n_{K-1}: K distinct values of [1, L-1], sorted
@@ -99,34 +88,51 @@ def gvp_sizes(B, L, n_groups, segmentation, generator):
         bounds = torch.stack(rows)
     return torch.cat([bounds[:, :1], bounds.diff(dim=1)], dim=1)
 
+def ratio_range(mask_ratio):
+    """One ratio rho or a range (a, b) -> (a, b) as floats."""
+    low, high = (mask_ratio, mask_ratio) if isinstance(mask_ratio, (int, float)) else mask_ratio
+    return float(low), float(high)
+
 def masked_count(rho, L):
     """round(rho L) clamped to 1..L-1: the ONE rounding behind both the per-sequence counts and the static widths.
-    float64, ties to even; float32 rounds 0.3 * 95 to 28.5 where float64 has 28.4999..., so two roundings would
+    float64, ties to even: float32 rounds 0.3 * 95 to 28.5 where float64 has 28.4999..., so two roundings would
     disagree at ties and a count could outgrow its width."""
     return (torch.as_tensor(rho, dtype=torch.float64) * L).round().long().clamp(1, L - 1)
 
-def masked_widths(mask_ratio, L):
-    """Static shapes for masked batches, the same for every batch whatever rho is drawn (no recompiles): a
-    sequence has between masked_count(low) and masked_count(high) targets, so
-    content rows = BOS + the visible positions <= 1 + L - masked_count(low), and target rows <= masked_count(high)."""
-    fewest, most = (int(masked_count(rho, L)) for rho in check_ratio(mask_ratio))
-    return 1 + L - fewest, most
-
 def masked_sizes(B, L, mask_ratio, generator):
     """round(rho L) masked positions per sequence, rho fixed (mlm) or ~ U[a, b] per sequence (vm, Eq. 5)."""
-    low, high = check_ratio(mask_ratio)
+    low, high = ratio_range(mask_ratio)
     uniform = torch.rand(B, generator=generator, device=generator.device).cpu().double()
     rho = (low + (high - low) * uniform).clamp(low, high)  # clamp: masked_count(high) must bound every count
     n_masked = masked_count(rho, L)
     return torch.stack([L - n_masked, n_masked], dim=1), rho
 
+def diffusion_sizes(B, L, generator):
+    """Masked diffusion: m ~ U{1..L} masked positions per sequence, the all-masked sequence included (MDLM)."""
+    n_masked = torch.randint(1, L + 1, (B,), generator=generator, device=generator.device).cpu()
+    return torch.stack([L - n_masked, n_masked], dim=1)
+
+def ratio_counts(objective, L):
+    """Fewest and most masked positions a sequence of L can draw under mask_ratio: the static widths."""
+    return tuple(int(masked_count(rho, L)) for rho in ratio_range(objective.mask_ratio))
+
+def ratio_error(objective, one):
+    """mlm takes one ratio rho, vm a range (a, b); both inside (0, 1)."""
+    ratio = objective.mask_ratio
+    pair = (ratio, ratio) if isinstance(ratio, (int, float)) else ratio
+    if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(v, (int, float)) for v in pair)
+            and 0 < pair[0] <= pair[1] < 1):
+        return (f"mask_ratio must be one ratio in (0, 1) or a range (low, high) with 0 < low <= high < 1, got "
+                f"{ratio!r}: e.g. --mask_ratio=0.15 or --mask_ratio='(0.15,0.30)'")
+    if isinstance(ratio, (int, float)) != one:
+        return (f"{objective.name} takes one mask_ratio: use objective='vm' for a range" if one else
+                f"{objective.name} takes a mask_ratio range (a, b): use objective='mlm' for one ratio")
+
 # -----------------------------------------------------------------------------
 # batches
 
 def _gather(x, index):
-    if x.dim() == 2:
-        return torch.gather(x, 1, index)
-    return torch.gather(x, 1, index[..., None].expand(-1, -1, x.shape[-1]))
+    return torch.gather(x, 1, index if x.dim() == 2 else index[..., None].expand(-1, -1, x.shape[-1]))
 
 def _pack(positions_in_rows, keep, width=None):
     """Left-pack the positions where keep is True, per row; pad with position 0 (returns positions, valid).
@@ -141,16 +147,15 @@ def _pack(positions_in_rows, keep, width=None):
     valid[rows, rank[rows, cols]] = True
     return packed, valid
 
-def two_stream_batch(x, groups, content_all=True, widths=(None, None)):
+def two_stream_batch(x, groups, content_all=True, widths=(None, None), per_sequence=False):
     """Content = BOS + tokens, query rows at every position of group >= 1 (the targets).
     content_all=False drops content rows of the last group: no query ever reads them (queries see strictly
     earlier groups), which for masked objectives is the whole masked set (MAE's encoder saving)."""
     B, S = x.shape[:2]  # groups: (B, S - 1), the group of positions 1..S-1
-    device = x.device
-    full_groups = torch.cat([torch.zeros(B, 1, dtype=torch.long, device=device), groups.to(device)], dim=1)  # (B, S)
-    positions = torch.arange(S, device=device).expand(B, S)
+    full_groups = torch.cat([torch.zeros(B, 1, dtype=torch.long), groups.cpu()], dim=1).to(x.device)
+    positions = torch.arange(S, device=x.device).expand(B, S)
     if content_all:
-        content_pos, content_valid = positions, torch.ones(B, S, dtype=torch.bool, device=device)
+        content_pos, content_valid = positions, torch.ones(B, S, dtype=torch.bool, device=x.device)
     else:
         last = full_groups.max(dim=1, keepdim=True).values
         content_pos, content_valid = _pack(positions, full_groups < last, widths[0])
@@ -160,7 +165,7 @@ def two_stream_batch(x, groups, content_all=True, widths=(None, None)):
     # empty row is NaN); its loss is masked out by valid, and no row ever attends to a query row
     query_groups = torch.gather(full_groups, 1, query_pos).masked_fill(~query_valid, 1)
     return model_batch(_gather(x, content_pos), content_pos, content_groups, _gather(x, query_pos), query_valid,
-                       query_pos=query_pos, query_groups=query_groups)
+                       query_pos=query_pos, query_groups=query_groups, per_sequence=per_sequence)
 
 def causal_batch(x):
     """One-stream GPT: output at position i predicts position i+1 from positions 0..i."""
@@ -169,55 +174,68 @@ def causal_batch(x):
     return model_batch(x, positions, positions, x[:, 1:], torch.ones(B, S - 1, dtype=torch.bool, device=x.device),
                        pred_index=positions[:, :-1], causal=True)
 
-def bert_batch(x, masked, generator, bert_replace=False, ordinary_tokens=None, width=None):
+def bert_batch(x, masked, generator=None, bert_replace=False, ordinary_tokens=None, width=None, per_sequence=False):
     """One-stream BERT: masked positions get the [MASK] vector in the input and are predicted from everything
     else (bidirectional). bert_replace: BERT's 80/10/10 (mask / random token / unchanged) of the masked set; the
     random tokens are ordinary text tokens, ids 0..ordinary_tokens-1 (BOS and the padding ids sit above them)."""
     B, S = x.shape[:2]
-    device = x.device
-    masked = torch.cat([torch.zeros(B, 1, dtype=torch.bool, device=device), masked.to(device)], dim=1)
-    positions = torch.arange(S, device=device).expand(B, S)
+    masked = torch.cat([torch.zeros(B, 1, dtype=torch.bool), masked.cpu()], dim=1).to(x.device)
+    positions = torch.arange(S, device=x.device).expand(B, S)
     pred_index, valid = _pack(positions, masked, width)
     content, content_masked = x, masked
     if bert_replace:
-        if x.dim() != 2 or not ordinary_tokens:
-            raise UsageError("bert_replace (80/10/10) needs token inputs and ordinary_tokens (the text token ids)")
-        draw = torch.rand(B, S, generator=generator, device=generator.device).to(device)
-        random_tokens = torch.randint(0, ordinary_tokens, (B, S), generator=generator, device=generator.device).to(device)
+        draw = torch.rand(B, S, generator=generator, device=generator.device).to(x.device)
+        random_tokens = torch.randint(0, ordinary_tokens, (B, S), generator=generator, device=generator.device)
         content_masked = masked & (draw < 0.8)
-        content = torch.where(masked & (draw >= 0.8) & (draw < 0.9), random_tokens, x)
+        content = torch.where(masked & (draw >= 0.8) & (draw < 0.9), random_tokens.to(x.device), x)
     return model_batch(content, positions, torch.zeros_like(positions), _gather(x, pred_index), valid,
-                       content_masked=content_masked, pred_index=pred_index)
+                       content_masked=content_masked, pred_index=pred_index, per_sequence=per_sequence)
 
 # -----------------------------------------------------------------------------
-# the objective as a value: its settings, saved in every checkpoint, and the answers every script needs
+# the objectives: one Kind each. A new objective is one more entry in KINDS (README: "Adding an objective").
 
 @dataclass(frozen=True)
 class Kind:
-    """What makes an objective: how it cuts positions 1..L into groups, and whether it is masked (one visible
-    group read bidirectionally, then one predicted group) or sequential (each group from the earlier ones).
-    A new objective is one more entry in KINDS."""
-    masked: bool
-    random_order: bool      # the default visiting order: a uniform random permutation, or left to right
-    sizes: Callable         # (objective, B, L, generator) -> (B, K) group sizes in visiting order, G_0 first
-    probe_sizes: Callable = None  # sequential: (objective, N) -> (1, K) fixed sizes to encode frozen features with
-    one_stream: bool = True  # can train one-stream (ar: GPT's causal mask; masked: BERT); dar and gvp cannot
+    """What makes an objective. `groups` draws the group id of every position; a masked kind gives the visible
+    positions group 0 and its targets group 1 (read bidirectionally, predicted from group 0), a sequential kind
+    predicts each group from the earlier ones."""
+    groups: Callable                 # (objective, B, L, generator) -> (B, L) group ids of positions 1..L
+    masked: bool = False
+    defaults: dict = field(default_factory=dict)  # default settings: Objective fields left at None
+    counts: Callable = ratio_counts  # masked: (objective, L) -> (fewest, most) masked positions of a sequence
+    error: Callable = None           # (objective, L) -> None, or one line saying what is wrong and the fix
+    probe_groups: Callable = None    # sequential: (objective, N) -> (N,) fixed groups to encode frozen features with
+    one_stream: bool = True          # can train one-stream (ar: GPT's causal mask; masked: BERT); dar, gvp cannot
+    per_sequence: bool = False       # each sequence's loss is the mean over its own targets (else over all targets)
+
+def along_order(sizes):
+    """A groups hook from a sampler of group sizes: the sizes are drawn first, then the visiting order."""
+    return lambda o, B, L, g: groups_from_sizes(visiting_order(B, L, o.random_order, g), sizes(o, B, L, g))
 
 KINDS = {
-    'ar': Kind(False, False, lambda o, B, L, g: dar_sizes(B, L, 1, g), lambda o, N: torch.tensor([[0] + [1] * N])),
-    'dar': Kind(False, False, lambda o, B, L, g: dar_sizes(B, L, o.t, g), lambda o, N: torch.tensor([[0] + [o.t] * N]),
-                one_stream=False),
-    'mlm': Kind(True, True, lambda o, B, L, g: masked_sizes(B, L, o.mask_ratio, g)[0]),
-    'vm': Kind(True, True, lambda o, B, L, g: masked_sizes(B, L, o.mask_ratio, g)[0]),
-    'gvp': Kind(False, True, lambda o, B, L, g: gvp_sizes(B, L, o.n_groups, o.segmentation, g),
-                lambda o, N: gvp_sizes(1, N, o.n_groups, 'fixed', None), one_stream=False),
+    'ar': Kind(along_order(lambda o, B, L, g: dar_sizes(B, L, 1, g)), defaults=dict(random_order=False),
+               probe_groups=lambda o, N: torch.arange(1, N + 1)),
+    'dar': Kind(along_order(lambda o, B, L, g: dar_sizes(B, L, o.t, g)), defaults=dict(random_order=False),
+                probe_groups=lambda o, N: torch.arange(N) // o.t + 1, one_stream=False,
+                error=lambda o, L: None if isinstance(o.t, int) and o.t >= 1 else f"needs an integer t >= 1, got {o.t!r}"),
+    'mlm': Kind(along_order(lambda o, B, L, g: masked_sizes(B, L, o.mask_ratio, g)[0]), masked=True,
+                defaults=dict(mask_ratio=0.15, random_order=True), error=lambda o, L: ratio_error(o, one=True)),
+    'vm': Kind(along_order(lambda o, B, L, g: masked_sizes(B, L, o.mask_ratio, g)[0]), masked=True,
+               defaults=dict(mask_ratio=(0.15, 0.30), random_order=True), error=lambda o, L: ratio_error(o, one=False)),
+    'mdlm': Kind(along_order(lambda o, B, L, g: diffusion_sizes(B, L, g)), masked=True,
+                 defaults=dict(random_order=True), counts=lambda o, L: (1, L), per_sequence=True),
+    'gvp': Kind(along_order(lambda o, B, L, g: gvp_sizes(B, L, o.n_groups, o.segmentation, g)),
+                defaults=dict(random_order=True), one_stream=False,
+                probe_groups=lambda o, N: groups_from_sizes(torch.arange(1, N + 1)[None], gvp_sizes(1, N, o.n_groups, 'fixed', None))[0],
+                error=lambda o, L: None if o.segmentation in ('fixed', 'random', 'mixed') and 1 <= o.n_groups <= L - 2
+                else f"needs segmentation fixed|random|mixed and 1 <= n_groups <= {L - 2}, got "
+                     f"{o.segmentation!r}, {o.n_groups!r}"),
 }
-DEFAULT_RATIOS = {'mlm': 0.15, 'vm': (0.15, 0.30)}
 
 @dataclass(frozen=True)
 class Objective:
     """One pretraining objective with its settings (train.py's config keys of the same names). None means the
-    objective's default; __post_init__ resolves and checks every field, so an Objective is always valid."""
+    objective's default (Kind.defaults). Checked once, where it enters: Objective.check(S)."""
     name: str = 'ar'
     mask_ratio: Any = None       # masked: rho (mlm) or a range (a, b) (vm, Eq. 5)
     t: int = 2                   # dar: predict one of the next t tokens
@@ -230,27 +248,17 @@ class Objective:
     def __post_init__(self):
         if self.name not in KINDS:
             raise UsageError(f"unknown objective {self.name!r}: choose one of {', '.join(KINDS)}")
-        kind, set_field = KINDS[self.name], lambda key, value: object.__setattr__(self, key, value)
-        set_field('random_order', kind.random_order if self.random_order is None else bool(self.random_order))
-        if kind.masked:
-            ratio = DEFAULT_RATIOS.get(self.name) if self.mask_ratio is None else self.mask_ratio
-            if self.name == 'mlm' and not isinstance(ratio, (int, float)):
-                raise UsageError(f"mlm takes one mask_ratio, got {ratio!r}: use objective='vm' for a range")
-            if self.name == 'vm' and isinstance(ratio, (int, float)):
-                raise UsageError(f"vm takes a mask_ratio range (a, b), got {ratio!r}: use objective='mlm' for one ratio")
-            check_ratio(ratio)
-            set_field('mask_ratio', tuple(ratio) if isinstance(ratio, list) else ratio)
-        # two-stream ar is dar with t = 1 (KINDS['ar'] draws dar_sizes(t=1)); in a random order it is XLNet's
-        # permutation LM, which must be two-stream (a causal mask cannot follow a permutation)
-        needs_two = not kind.one_stream or (not kind.masked and self.random_order)
+        for key, value in self.kind.defaults.items():
+            if getattr(self, key) is None:
+                object.__setattr__(self, key, value)
+        if isinstance(self.mask_ratio, list):
+            object.__setattr__(self, 'mask_ratio', tuple(self.mask_ratio))
+        # two-stream ar is dar with t = 1; in a random order it is XLNet's permutation LM, which must be two-stream
+        # (a causal mask cannot follow a permutation)
+        needs_two = not self.kind.one_stream or (not self.kind.masked and bool(self.random_order))
         if needs_two and self.two_stream is False:
-            raise UsageError(f"{self.name} needs the two-stream model (a target must not see itself): "
-                             "set two_stream=True")
-        set_field('two_stream', True if needs_two else bool(self.two_stream))
-        if self.name == 'dar' and not (isinstance(self.t, int) and self.t >= 1):
-            raise UsageError(f"dar needs an integer t >= 1 (predict one of the next t tokens), got t={self.t!r}")
-        if self.name == 'gvp' and self.segmentation not in ('fixed', 'random', 'mixed'):
-            raise UsageError(f"gvp segmentation must be 'fixed', 'random' or 'mixed', got {self.segmentation!r}")
+            raise UsageError(f"{self.name} needs the two-stream model (a target must not see itself): set two_stream=True")
+        object.__setattr__(self, 'two_stream', needs_two or bool(self.two_stream))
 
     @classmethod
     def from_config(cls, config):
@@ -266,14 +274,11 @@ class Objective:
         return cls.from_config(config)
 
     def check(self, S):
-        """Settings that depend on the sequence length S (conditioning token included)."""
-        L = S - 1
-        if L < 2:
-            raise UsageError(f"objective {self.name!r} needs at least 2 tokens after the conditioning token, got a "
-                             f"sequence of length {S}: raise block_size")
-        if self.name == 'gvp' and not (isinstance(self.n_groups, int) and 1 <= self.n_groups <= L - 2):
-            raise UsageError(f"gvp needs 1 <= n_groups <= {L - 2} for a sequence of {L} positions, "
-                             f"got {self.n_groups!r}")
+        """Settings against a sequence of S (conditioning token included): one line naming the fix."""
+        error = f"needs at least 2 tokens after the conditioning token, got S={S}: raise block_size" if S < 3 \
+            else self.kind.error and self.kind.error(self, S - 1)
+        if error:
+            raise UsageError(f"objective {self.name!r}: {error}")
         return self
 
     @property
@@ -300,9 +305,9 @@ class Objective:
     @property
     def label(self):
         """e.g. 'vm [0.15, 0.3] two-stream', 'dar t=2', 'ar random order'."""
-        ratio = self.mask_ratio
-        setting = {'dar': f" t={self.t}", 'gvp': f" K={self.n_groups} {self.segmentation}"}.get(self.name, '')
-        if self.kind.masked:
+        ratio, setting = self.mask_ratio, {'dar': f" t={self.t}", 'gvp': f" K={self.n_groups} {self.segmentation}"}
+        setting = setting.get(self.name, '')
+        if isinstance(ratio, (int, float)) or isinstance(ratio, tuple):
             setting = f" {ratio:g}" if isinstance(ratio, (int, float)) else f" [{ratio[0]:g}, {ratio[1]:g}]"
         extra = ' random order' if self.random_order and not self.kind.masked and self.name != 'gvp' else ''
         stream = ' two-stream' if self.two_stream and self.kind.one_stream and not extra else ''
@@ -312,27 +317,29 @@ class Objective:
         """(1 + N,) content group ids to encode frozen features with, in raster order: masked objectives (one
         bidirectional visible group) all 0; sequential ones their groups in a fixed draw (GVP keeps the mask at
         linear probing): ar every position its own group, dar groups of t, gvp its 'fixed' segmentation."""
-        if self.kind.masked:
-            return torch.zeros(N + 1, dtype=torch.long)
-        groups = groups_from_sizes(torch.arange(1, N + 1)[None], self.kind.probe_sizes(self, N))
-        return torch.cat([torch.zeros(1, dtype=torch.long), groups[0]])
+        groups = torch.zeros(N, dtype=torch.long) if self.kind.masked else self.kind.probe_groups(self, N)
+        return torch.cat([torch.zeros(1, dtype=torch.long), groups])
 
     def batch(self, x, generator, ordinary_tokens=None):
         """The training batch of x (see the module docstring). ordinary_tokens: bert_replace's random ids."""
         B, S = x.shape[:2]
         L = S - 1
-        self.check(S)
         if self.causal and not self.random_order:
             return causal_batch(x)
-        sizes = self.kind.sizes(self, B, L, generator)
-        order = visiting_order(B, L, self.random_order, generator, x.device)
-        groups = groups_from_sizes(order, sizes.to(order.device))
+        groups = self.kind.groups(self, B, L, generator)
         if not self.kind.masked:
             return two_stream_batch(x, groups)
-        content_width, target_width = masked_widths(self.mask_ratio, L)
+        fewest, most = self.kind.counts(self, L)
+        n_masked = (groups == 1).sum(dim=1)
+        if groups.max() > 1 or n_masked.min() < fewest or n_masked.max() > most:  # a new Kind's groups hook
+            raise UsageError(f"objective {self.name!r} gave groups other than 0 (visible) / 1 (masked), or masked "
+                             f"{int(n_masked.min())}..{int(n_masked.max())} of {L} positions outside Kind.counts = "
+                             f"{fewest}..{most}: make its groups hook and counts agree")
         if self.two_stream:
-            return two_stream_batch(x, groups, content_all=False, widths=(content_width, target_width))
-        return bert_batch(x, groups == 1, generator, self.bert_replace, ordinary_tokens, width=target_width)
+            return two_stream_batch(x, groups, content_all=False, widths=(1 + L - fewest, most),
+                                    per_sequence=self.kind.per_sequence)
+        return bert_batch(x, groups == 1, generator, self.bert_replace, ordinary_tokens, width=most,
+                          per_sequence=self.kind.per_sequence)
 
 # -----------------------------------------------------------------------------
 # evaluation batches: next-token prediction from a prefix only (Eq. 2, Fig. 3)
@@ -344,19 +351,12 @@ def prefix_batch(x, style, bert_future='invisible'):
     (group 0), the target masked. The paper does not say what a one-stream BERT row holds after its target:
     bert_future='invisible' leaves those positions out (PAD_GROUP); 'mask' keeps them, every one [MASK], so the
     model sees how many positions follow but none of their tokens. 'mask' is for style 'bert' only (a two-stream
-    content stream has no [MASK]; causal / groups never look ahead): any other style raises."""
-    if bert_future not in ('invisible', 'mask'):
-        raise UsageError(f"bert_future must be 'invisible' or 'mask', got {bert_future!r}")
-    if bert_future == 'mask' and style != 'bert':
-        raise UsageError(f"bert_future='mask' applies to one-stream BERT checkpoints only (prefix style 'bert'), "
-                         f"got style {style!r}")
+    content stream has no [MASK]; causal / groups never look ahead)."""
     B, S = x.shape[:2]
     if style == 'causal':
         return causal_batch(x)
     if style == 'groups':
         return two_stream_batch(x, torch.arange(1, S, device=x.device).expand(B, S - 1))
-    if style not in ('bert', 'masked_two_stream'):
-        raise UsageError(f"unknown prefix style {style!r}")
     L = S - 1
     k = torch.arange(L, device=x.device)  # prefix length; the target is position k + 1
     rows = x.repeat_interleave(L, dim=0)
@@ -412,3 +412,39 @@ def target_positions(batch):
     if batch['causal']:
         return batch['pred_index'] + 1
     return torch.gather(batch['content_pos'], 1, batch['pred_index'])
+
+# -----------------------------------------------------------------------------
+# python objectives.py: every objective drawn on one sequence of 6 tokens, as the model will see it
+
+def mask_picture(batch, b=0):
+    """One line per content row, then per query row: 'position group |one mark per position 0..L|'. '#': the
+    row's attention reads that position's content row; '.': it may not; ' ': no content row there."""
+    real = [i for i, g in enumerate(batch['content_groups'][b].tolist()) if g != PAD_GROUP]
+    content_pos = [batch['content_pos'][b, i].item() for i in real]
+    content_groups = [batch['content_groups'][b, i].item() for i in real]
+    query = [] if batch['query_pos'] is None else [(p, g) for p, g, ok in zip(
+        batch['query_pos'][b].tolist(), batch['query_groups'][b].tolist(), batch['valid'][b].tolist()) if ok]
+    L = max(content_pos + [p for p, _ in query])
+    attend_group = dict(zip(content_pos, content_groups))  # what the mask reads
+    group_of = {**attend_group, **dict(query)}  # the objective's groups: one-stream BERT says them with [MASK]
+    masked = [False] * len(real) if batch['content_masked'] is None else batch['content_masked'][b, real].tolist()
+    group_of.update({p: 1 for p, m in zip(content_pos, masked) if m})
+    order = [[p for p in range(1, L + 1) if group_of.get(p) == g] for g in sorted(set(group_of.values()))]
+    reads = lambda limit: ''.join('#.'[attend_group[p] > limit] if p in content_pos else ' ' for p in range(L + 1))
+    lines = [f"  groups by position  {'  '.join(f'{p or chr(66)}:{group_of[p]}' for p in range(L + 1))}",
+             f"  visiting order      {' '.join(str(group) for group in order if group)}"]
+    lines += [f"  content {p or 'B'}{' [MASK]' if m else '       '} g={g} |{reads(g)}|"
+              for p, g, m in zip(content_pos, content_groups, masked)]
+    lines += [f"  query   {p}        g={g} |{reads(g - 1)}|" for p, g in query]  # Eq. 24: strictly earlier groups
+    if batch['pred_index'] is not None:
+        targets = [batch['content_pos'][b, i].item() + batch['causal'] for i in batch['pred_index'][b].tolist()]
+        lines.append(f"  predicts positions {targets} from the content outputs at {batch['pred_index'][b].tolist()}")
+    return lines
+
+if __name__ == '__main__':
+    x = torch.arange(7)[None]  # BOS + 6 tokens; which tokens does not matter, only positions and groups
+    for settings in [dict(name='ar'), dict(name='dar', t=2), dict(name='mlm', mask_ratio=0.34),
+                     dict(name='vm', two_stream=True), dict(name='mdlm', two_stream=True), dict(name='gvp', n_groups=3)]:
+        objective = Objective(**settings).check(7)
+        print(f"{objective.label}   (columns: positions B 1..6; '#' = may attend)")
+        print('\n'.join(mask_picture(objective.batch(x, torch.Generator().manual_seed(5)))) + '\n')

@@ -16,10 +16,11 @@ import sys
 
 import torch
 
-from configurator import UsageError, check_ranges, configure, one_line_errors, pick_attn_backend, setup_processes
+from checkpoint import load_checkpoint, read_checkpoint
+from devices import pick_attn_backend, setup_processes
+from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, get_tokenizer
 from evals.ppl import BERT_FUTURES, ROW_STYLES, take_rows
-from model import load_checkpoint, read_checkpoint
 from objectives import Objective, prefix_batch, to_device
 
 # -----------------------------------------------------------------------------

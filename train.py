@@ -23,11 +23,12 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
-from configurator import (UsageError, check_memory, check_ranges, configure, one_line_errors, pick_attn_backend, pick_compile,
-                          setup_processes, stop_on_signals)
+from checkpoint import model_config_from, read_checkpoint, save_checkpoint
+from configurator import UsageError, check_ranges, configure, one_line_errors
+from devices import (check_memory, peak_flops, pick_attn_backend, pick_compile, setup_processes, step_memory,
+                     stop_on_signals)
 from evals.plot import line_plot
-from model import (ModelConfig, Transformer, lr_at, model_config_from, open_pairs, patchify, peak_flops,
-                   read_checkpoint, save_checkpoint)
+from model import ModelConfig, Transformer, open_pairs, patchify
 from objectives import Objective, to_device
 
 # -----------------------------------------------------------------------------
@@ -60,8 +61,8 @@ mlp = 'gelu'
 attn_backend = 'auto'       # 'flex' on CUDA, 'sdpa' (dense mask) on CPU
 norm_pix_loss = False
 # objective (objectives.py)
-objective = 'ar'            # ar | dar | mlm | vm | gvp (objectives.KINDS)
-mask_ratio = None           # mlm: rho (default 0.15); vm: (a, b) (default (0.15, 0.30))
+objective = 'ar'            # ar | dar | mlm | vm | mdlm | gvp (objectives.KINDS)
+mask_ratio = None           # mlm: rho (default 0.15); vm: (a, b) (default (0.15, 0.30)); mdlm draws m ~ U{1..L}
 t = 2                       # dar: predict one of the next t tokens
 two_stream = None           # mlm/vm/ar: True for the two-stream form; dar and gvp always are (None = the objective's default)
 random_order = None         # ar/dar along a random permutation (XLNet); None = the objective's default (random for gvp)
@@ -101,6 +102,8 @@ if init_from not in ('scratch', 'resume'):
     raise UsageError(f"init_from must be 'scratch' or 'resume', got {init_from!r}")
 if schedule not in ('cosine', 'triangle'):
     raise UsageError(f"schedule must be 'cosine' or 'triangle', got {schedule!r}")
+if bert_replace and input_kind != 'tokens':
+    raise UsageError("bert_replace (BERT's 80/10/10 random tokens) needs text: set bert_replace=False for images")
 sequence_length = block_size if input_kind == 'tokens' else (image_size // patch_size) ** 2 + 1
 pretraining = Objective.from_config(config).check(sequence_length)  # every objective setting, resolved
 # a new run never touches an old one: refuse before anything is read or written
@@ -187,7 +190,7 @@ probe = pretraining.batch(sequences('train', torch.Generator().manual_seed(0)), 
                           ordinary_tokens)
 model.query_emb.requires_grad_(probe['query_pos'] is not None)
 model.mask_emb.requires_grad_(probe['content_masked'] is not None)
-check_memory(model.step_memory(probe, training=True), device,
+check_memory(step_memory(model, probe, training=True), device,
              f"one training step of batch_size={batch_size} x block_size={block_size}")
 model = model.to(device)
 optimizer = torch.optim.AdamW(model.optim_groups(weight_decay), lr=learning_rate, betas=(beta1, beta2),
@@ -212,6 +215,14 @@ if ddp:
 
 # -----------------------------------------------------------------------------
 # schedule, evaluation, cost accounting
+def lr_at(step):
+    """Linear warmup, then a half cosine ('cosine') or a straight line ('triangle', Cramming) down to min_lr."""
+    if step < warmup_iters:
+        return learning_rate * (step + 1) / (warmup_iters + 1)
+    progress = min(1.0, (step - warmup_iters) / max(1, lr_decay_iters - warmup_iters))
+    decay = 1 - progress if schedule == 'triangle' else 0.5 * (1 + math.cos(math.pi * progress))
+    return min_lr + (learning_rate - min_lr) * decay
+
 @torch.no_grad()
 def estimate_loss():
     """Objective loss on fixed batches (the same every evaluation, so curves are comparable)."""
@@ -281,7 +292,7 @@ tokens_per_step = batch_size * (block_size if input_kind == 'tokens' else model_
 model.train()
 stopping = False
 while iter_num < max_iters:
-    lr = lr_at(iter_num, learning_rate, warmup_iters, lr_decay_iters, min_lr, schedule)
+    lr = lr_at(iter_num)
     for group in optimizer.param_groups:
         group['lr'] = lr
     t0 = time.time()

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from configurator import UsageError, atomic_write
+from checkpoint import atomic_write
+from configurator import UsageError
 
 GLUE_DIR = os.path.join("data", "glue")
 OFFLINE_DIR = os.path.join("data", "glue", "offline")

@@ -29,7 +29,8 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from configurator import UsageError, atomic_write
+from checkpoint import atomic_write
+from configurator import UsageError
 
 SPLITS = ('train', 'val')
 CROP_SCALE = (0.2, 1.0)            # MAE's RandomResizedCrop area range

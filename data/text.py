@@ -32,7 +32,8 @@ import tiktoken.load
 import torch
 from tqdm import tqdm
 
-from configurator import UsageError, atomic_write
+from checkpoint import atomic_write
+from configurator import UsageError
 
 BOS = 50256  # GPT-2 <|endoftext|>: conditioning token of every window and separator between documents
 VOCAB_SIZE = 50257

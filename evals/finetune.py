@@ -5,13 +5,15 @@ head, the fine-tuning schedule, and the closed-form / convex linear probes of Se
 A text (or a pair) becomes  BOS a  or  BOS a SEP b  with SEP = BOS again (GPT-2's <|endoftext|>, 50256; byte
 level: 256): in pretraining every document ends with that token, so to the model it already means "one text ends,
 another begins".
-The attention pattern follows the checkpoint's pretraining (SPEC §2):
+The attention pattern follows the checkpoint's pretraining (Sec. 3.3; GVP keeps the causal mask):
   causal         ar, dar, gvp: content groups 0,1,2,..., so position k sees 0..k; pool the LAST real token
                  (the only one that has seen the whole text; a causal model cannot pool BOS)
   bidirectional  mlm, vm: every real position in group 0; pool the mean over real tokens (BOS never had a
                  training signal of its own: it is never masked and never predicted) or BOS itself
 Padding goes on the right with group PAD_GROUP, so no real row ever sees it.
 """
+
+import math
 
 import torch
 import torch.nn as nn
@@ -23,6 +25,13 @@ from model import PAD_GROUP
 SEPARATOR = 50256  # GPT-2 <|endoftext|>, the same id as BOS (the default of join_pair)
 STYLES = ('causal', 'bidirectional')
 POOLINGS = ('last', 'first', 'mean')
+
+
+def lr_at(step, peak, warmup, total):
+    """Fine-tuning and probes: linear warmup over `warmup` steps, then a half cosine from peak to 0 at `total`."""
+    if step < warmup:
+        return peak * (step + 1) / (warmup + 1)
+    return peak * 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / max(1, total - warmup))))
 
 # -----------------------------------------------------------------------------
 # texts -> token sequences

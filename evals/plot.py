@@ -8,8 +8,8 @@ import os
 
 import numpy as np
 from PIL import Image, ImageDraw
+from checkpoint import atomic_write
 
-from configurator import atomic_write
 
 COLORS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75),
           (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207)]

@@ -16,8 +16,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image
 
-from configurator import UsageError, atomic_write
-from model import lr_at, patchify, unpatchify
+from checkpoint import atomic_write
+from evals.finetune import lr_at
+from configurator import UsageError
+from model import patchify, unpatchify
 from objectives import PAD_GROUP, model_batch
 
 RECON_STYLES = ('causal', 'bert', 'masked_two_stream', 'groups')

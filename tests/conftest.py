@@ -15,7 +15,8 @@ import torch
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from model import ModelConfig, Transformer, save_checkpoint  # noqa: E402
+from checkpoint import save_checkpoint
+from model import ModelConfig, Transformer
 
 if os.environ.get('PYTEST_XDIST_WORKER'):  # two workers on two cores: one thread each, no oversubscription
     torch.set_num_threads(1)

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from conftest import make_checkpoint, one_error_line, random_tokens, run_script, write_corpus
+from checkpoint import save_checkpoint
 from evals.ppl import (bucket_table, gather_windows, score_windows, window_starts)
 from objectives import Objective
 from data.text import BOS, iter_windows
-from model import save_checkpoint
 
 VOCAB = 64                # small vocabularies keep the library tests fast
 

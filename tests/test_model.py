@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from conftest import needs_compiler, random_tokens
-from model import (PAD_GROUP, ModelConfig, Transformer, dense_mask, load_checkpoint, open_pairs, patchify,
-                   save_checkpoint, unpatchify)
+from checkpoint import load_checkpoint, save_checkpoint
+from model import PAD_GROUP, ModelConfig, Transformer, dense_mask, open_pairs, patchify, unpatchify
 from objectives import Objective, conditioning_sets, groups_from_sizes, target_positions
 
 S = 11
@@ -229,7 +229,7 @@ def test_norm_pix_loss_targets():
     model.config.norm_pix_loss = True
     targets = torch.rand(2, 3, 16)
     normed = (targets - targets.mean(-1, keepdim=True)) / (targets.var(-1, keepdim=True) + 1e-6).sqrt()
-    assert model.loss(normed, targets, None).item() < 1e-10
+    assert model.loss(normed, targets, torch.ones(2, 3, dtype=torch.bool)).item() < 1e-10
 
 # -----------------------------------------------------------------------------
 # patches
@@ -245,8 +245,6 @@ def test_patchify_roundtrip_exact():
 def test_image_not_divisible_by_patch():
     with pytest.raises(ValueError, match='not divisible'):
         ModelConfig(input_kind='patches', image_size=30, patch_size=4)
-    with pytest.raises(ValueError, match='not divisible'):
-        patchify(torch.rand(1, 1, 30, 30), 4)
 
 # -----------------------------------------------------------------------------
 # features, checkpoints
@@ -284,9 +282,3 @@ def test_checkpoint_roundtrip_and_errors(tmp_path):
         load_checkpoint(tmp_path / 'other.pt')
 
 
-def test_vocab_mismatch_is_one_clear_error():
-    model = tiny_model()
-    x = token_batch()
-    x[0, 3] = 1000
-    with pytest.raises(ValueError, match='vocab'):
-        model(**Objective('ar').batch(x, torch.Generator()))

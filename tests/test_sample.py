@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from conftest import make_checkpoint, run_in_process, script_error
+from checkpoint import load_checkpoint
 from evals.ppl import score_windows
-from model import load_checkpoint
 
 pytestmark = pytest.mark.usefixtures('one_thread')  # tiny ops (conftest.one_thread)
 

@@ -11,9 +11,9 @@ import time
 import numpy as np
 import pytest
 import torch
+from checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 
 from conftest import ROOT, one_error_line, run_script, script_error, write_corpus
-from model import load_checkpoint, read_checkpoint, save_checkpoint
 
 TINY = ['--n_layer=2', '--n_head=2', '--n_embd=32', '--block_size=33', '--batch_size=4', '--eval_iters=2',
         '--log_interval=1', '--progress=False', '--warmup_iters=2', '--lr_decay_iters=20', '--learning_rate=3e-3']

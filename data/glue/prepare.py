@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 import numpy as np
 
-from configurator import atomic_write
+from checkpoint import atomic_write
 from data.glue_tasks import TASKS, clean, read_task, write_tsv
 
 GLUE_URL = "https://dl.fbaipublicfiles.com/glue/data/"

@@ -1,0 +1,71 @@
+"""
+Files that survive a crash: every file the project writes goes through atomic_write (a temporary file, then a
+rename), and checkpoints are read back with weights_only=True, with one line naming the fix when one is wrong.
+"""
+import os
+import tempfile
+from dataclasses import fields
+
+import torch
+
+from configurator import UsageError
+from model import ModelConfig, Transformer
+
+
+def atomic_write(path, content):
+    """Write str or bytes, or call content(file) on a binary file, under a temporary name beside path, then rename:
+    a crash never leaves a half-written file at path (an old one stays whole). The project's one such helper."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=os.path.basename(path) + '.', suffix='.tmp')
+    try:
+        with os.fdopen(handle, 'wb') as f:
+            if callable(content):
+                content(f)
+            else:
+                f.write(content.encode() if isinstance(content, str) else content)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+
+# -----------------------------------------------------------------------------
+# checkpoints
+
+def save_checkpoint(obj, path):
+    """A crash mid-write leaves the previous checkpoint untouched ."""
+    atomic_write(path, lambda f: torch.save(obj, f))
+
+def read_checkpoint(path, device='cpu'):
+    if not os.path.exists(path):
+        raise UsageError(f"checkpoint {path} does not exist: train one with `python train.py config/<name>.py` "
+                         "or point --ckpt at an existing file")
+    try:
+        ckpt = torch.load(path, map_location=device, weights_only=True)
+    except Exception as err:
+        raise UsageError(f"checkpoint {path} is corrupt or truncated ({type(err).__name__}): "
+                         "use the other checkpoint in its out_dir (ckpt_last.pt / ckpt_best.pt) or retrain") from None
+    if not isinstance(ckpt, dict) or 'model' not in ckpt or 'model_config' not in ckpt:
+        raise UsageError(f"{path} is not a lookaround checkpoint (no 'model' / 'model_config' entries)")
+    return ckpt
+
+def model_config_from(ckpt, path='checkpoint', **overrides):
+    known = {f.name for f in fields(ModelConfig)}
+    unknown = set(ckpt['model_config']) - known
+    if unknown:
+        raise UsageError(f"{path} has unknown model_config keys {sorted(unknown)}: it was written by another version")
+    return ModelConfig(**{**ckpt['model_config'], **overrides})
+
+def load_checkpoint(path, device='cpu', **overrides):
+    """-> (model in eval mode, checkpoint dict). overrides: ModelConfig fields, e.g. attn_backend='flex'."""
+    ckpt = read_checkpoint(path, device)
+    model = Transformer(model_config_from(ckpt, path, **overrides))
+    try:
+        model.load_state_dict(ckpt['model'])
+    except RuntimeError as err:
+        first = str(err).strip().splitlines()[0]
+        raise UsageError(f"{path} does not fit its own model_config ({first})") from None
+    return model.to(device).eval(), ckpt

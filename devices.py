@@ -1,0 +1,148 @@
+"""
+Processes and devices, the same for every script: torchrun's process group, the device and dtype, whether a step
+fits in memory, how fast the accelerator can go (for MFU), and stopping cleanly on a signal.
+"""
+import os
+import re
+import signal
+import sys
+import threading
+from contextlib import nullcontext
+
+import torch
+import torch.distributed as dist
+
+from configurator import UsageError
+
+# -----------------------------------------------------------------------------
+# processes, device, dtype
+
+DTYPES = ('auto', 'float32', 'bfloat16', 'float16')
+
+
+def setup_processes(device='auto', dtype='auto'):
+    """Join torchrun's process group when RANK is set (nccl on CUDA, gloo on CPU) and pick this process's device.
+    -> (ddp, rank, local_rank, world_size, device, dtype, autocast): bf16 autocast on CUDA, fp32 on CPU."""
+    if not (isinstance(device, str) and re.fullmatch(r'auto|cpu|mps|cuda(:\d+)?', device)):
+        raise UsageError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps', got {device!r}")
+    if dtype not in DTYPES:
+        raise UsageError(f"dtype must be one of {', '.join(map(repr, DTYPES))}, got {dtype!r}")
+    if device.startswith('cuda') and not torch.cuda.is_available():
+        raise UsageError(f"device={device!r} but this torch sees no CUDA GPU: use --device=cpu (or auto)")
+    if device.startswith('cuda:') and int(device[5:]) >= torch.cuda.device_count():
+        n = torch.cuda.device_count()
+        raise UsageError(f"device={device!r} but this machine has {n} CUDA GPU(s): use --device=cuda:0 to "
+                         f"cuda:{n - 1}, --device=cuda, or --device=cpu")
+    if device == 'mps' and not torch.backends.mps.is_available():
+        raise UsageError("device='mps' but this machine has no Apple GPU: use --device=cpu (or auto)")
+    ddp = 'RANK' in os.environ
+    if device == 'auto':
+        device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    rank, local_rank, world_size = 0, 0, 1
+    if ddp:
+        rank, local_rank, world_size = (int(os.environ[k]) for k in ('RANK', 'LOCAL_RANK', 'WORLD_SIZE'))
+        if device.startswith('cuda'):
+            device = f'cuda:{local_rank}'
+            torch.cuda.set_device(device)
+        dist.init_process_group(backend='nccl' if device.startswith('cuda') else 'gloo')
+    device_type = device.split(':')[0]
+    if dtype == 'auto':
+        dtype = 'bfloat16' if device_type == 'cuda' and torch.cuda.is_bf16_supported() else 'float32'
+    if device_type == 'cuda':
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    autocast = nullcontext() if dtype == 'float32' else torch.autocast(device_type, dtype=getattr(torch, dtype))
+    return ddp, rank, local_rank, world_size, device, dtype, autocast
+
+
+def pick_attn_backend(attn_backend, device):
+    """'auto' -> flex on CUDA (block-sparse, compiled), sdpa with a dense mask elsewhere (flex has no CPU backward)."""
+    if attn_backend not in ('auto', 'sdpa', 'flex'):
+        raise UsageError(f"attn_backend must be 'auto', 'sdpa' or 'flex', got {attn_backend!r}")
+    if attn_backend == 'auto':
+        return 'flex' if device.startswith('cuda') else 'sdpa'
+    return attn_backend
+
+
+def pick_compile(compile, device):
+    """'auto' -> torch.compile on CUDA only; True / False as given (True on CPU compiles with inductor)."""
+    if compile not in ('auto', True, False) or isinstance(compile, int) and not isinstance(compile, bool):
+        raise UsageError(f"compile must be True, False or 'auto', got {compile!r}")
+    return device.startswith('cuda') if compile == 'auto' else compile
+
+
+def available_memory(device):
+    """Bytes this process may still allocate on `device`: free GPU memory, or the OS's MemAvailable."""
+    if device.startswith('cuda'):
+        return torch.cuda.mem_get_info(torch.device(device))[0]
+    try:
+        with open('/proc/meminfo') as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith('MemAvailable:'))
+    except (OSError, StopIteration):
+        return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+
+
+def check_memory(needed, device, what):
+    """Stop with one line, before allocating, when a lower bound on the bytes needed exceeds what is free."""
+    free = available_memory(device)
+    if needed > free:
+        raise UsageError(f"{what} needs at least {needed / 2 ** 30:.1f} GiB on {device}, {free / 2 ** 30:.1f} GiB are "
+                         "free: lower block_size or batch_size (or use more gradient_accumulation_steps)")
+
+
+def step_memory(model, batch, training=True):
+    """A lower bound on the bytes one step of `batch` holds in fp32: the weights (with gradients and AdamW's two
+    moments when training), 4 activations per row and layer (a block keeps more than 10 for backward), the dense
+    boolean mask of the sdpa path, and the logits (with their log-softmax and gradient). Scripts compare it with
+    the free memory before allocating anything, so a block size that cannot fit stops with one line."""
+    B, n_content = batch['content'].shape[:2]
+    n_query = 0 if batch['query_pos'] is None else batch['query_pos'].shape[1]
+    rows, per_row = n_content + n_query, 4 if training else 1
+    weights = 4 * sum(p.numel() for p in model.parameters()) * (4 if training else 1)
+    activations = 4 * B * rows * model.config.n_embd * model.config.n_layer * per_row
+    dense = model.config.attn_backend == 'sdpa' and not (batch['causal'] and n_query == 0)
+    head = model.config.vocab_size if model.config.input_kind == 'tokens' else model.config.patch_dim
+    logits = 4 * B * batch['valid'].shape[1] * head * (3 if training else 1)
+    return weights + activations + (B * rows * n_content if dense else 0) + logits
+
+# -----------------------------------------------------------------------------
+# accelerator peaks, for MFU
+
+# dense tensor-core peaks in TFLOP/s, most specific name first (fp32 runs use TF32, which setup_processes turns on)
+PEAK_TFLOPS = {'bfloat16': [('H100 PCIe', 756), ('H100', 989), ('H200', 989), ('A100', 312)],
+               'float32': [('H100 PCIe', 378), ('H100', 494), ('H200', 494), ('A100', 156)]}
+PEAK_TFLOPS['float16'] = PEAK_TFLOPS['bfloat16']
+
+def peak_flops(device_name, dtype):
+    """FLOP/s of one accelerator at dtype, for MFU; None when unknown (CPUs included)."""
+    return next((tflops * 1e12 for name, tflops in PEAK_TFLOPS.get(dtype, []) if name in device_name), None)
+
+# -----------------------------------------------------------------------------
+# preemption
+
+def stop_on_signals(signals=(signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)):
+    """-> a list that receives the first of `signals` (cluster preemption, timeout, Ctrl-C): the training loop saves
+    and stops after the current step. A second signal ends the process at once, even inside a long step. Python runs
+    signal handlers only between bytecodes, which a step spent in one C++ call never reaches, so a watcher thread
+    reads the signal numbers that the C-level handler writes to a wakeup pipe (torch ops release the GIL)."""
+    received = []
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    for sig in signals:
+        signal.signal(sig, lambda signum, frame: None)  # the watcher acts; this only makes Python trip the pipe
+
+    def watch():
+        while True:
+            signum = os.read(read_end, 1)[0]
+            if signum not in signals:
+                continue
+            if received:
+                print(f"signal {signum} again: exiting now (the last checkpoint written is intact)", file=sys.stderr,
+                      flush=True)
+                os._exit(128 + signum)
+            received.append(signum)
+            print(f"signal {signum}: saving and stopping after this step; send it again to exit now", file=sys.stderr,
+                  flush=True)
+    threading.Thread(target=watch, daemon=True, name='signal-watcher').start()
+    return received
