@@ -1,4 +1,4 @@
-# Byte level: ar_shakespeare.py's objective with shakespeare_bytes.py's recipe.
-include('ar_shakespeare.py')
+# GPT: one-stream causal, next byte from the prefix.
 include('shakespeare_bytes.py')
+objective = 'ar'
 out_dir = 'out-ar-shakespeare-bytes'

@@ -1,4 +1,7 @@
-# Masked LM, ratio 0.15, two-stream form (visible = group 0, masked = group 1), on the Pile.
-include('mlm15_pile.py')
-out_dir = 'out-mlm15-2s-pile'
+# Masked LM 0.15 in two-stream form: visible tokens are group 0, masked ones group 1, so no [MASK] ever
+# enters the content stream (MAE-LM's fix).
+include('ar_pile.py')
+objective = 'mlm'
+mask_ratio = 0.15
 two_stream = True
+out_dir = 'out-mlm15-2s-pile'

@@ -1,4 +1,7 @@
-# Byte level: mlm15_2s_shakespeare.py's objective with shakespeare_bytes.py's recipe.
-include('mlm15_2s_shakespeare.py')
+# Masked LM 0.15 in two-stream form: visible bytes are group 0, masked ones group 1, so no [MASK] ever
+# enters the content stream (MAE-LM's fix).
 include('shakespeare_bytes.py')
+objective = 'mlm'
+mask_ratio = 0.15
+two_stream = True
 out_dir = 'out-mlm15-2s-shakespeare-bytes'

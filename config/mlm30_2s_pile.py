@@ -1,4 +1,6 @@
-# Masked LM, ratio 0.30, two-stream form (visible = group 0, masked = group 1), on the Pile.
-include('mlm30_pile.py')
-out_dir = 'out-mlm30-2s-pile'
+# Masked LM 0.3 in two-stream form (no [MASK] in the content stream).
+include('ar_pile.py')
+objective = 'mlm'
+mask_ratio = 0.3
 two_stream = True
+out_dir = 'out-mlm30-2s-pile'

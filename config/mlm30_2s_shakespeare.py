@@ -1,5 +1,6 @@
-# Masked LM, ratio 0.30, in two-stream form: visible tokens are group 0, masked ones group 1, so no [MASK]
-# ever enters the content stream (MAE-LM's fix) and content rows are computed for visible tokens only.
-include('mlm30_shakespeare.py')
-out_dir = 'out-mlm30-2s-shakespeare'
+# Masked LM 0.3 in two-stream form (no [MASK] in the content stream).
+include('ar_shakespeare.py')
+objective = 'mlm'
+mask_ratio = 0.3
 two_stream = True
+out_dir = 'out-mlm30-2s-shakespeare'

@@ -1,4 +1,6 @@
-# Byte level: mlm30_2s_shakespeare.py's objective with shakespeare_bytes.py's recipe.
-include('mlm30_2s_shakespeare.py')
+# Masked LM 0.3 in two-stream form (no [MASK] in the content stream).
 include('shakespeare_bytes.py')
+objective = 'mlm'
+mask_ratio = 0.3
+two_stream = True
 out_dir = 'out-mlm30-2s-shakespeare-bytes'

@@ -1,4 +1,6 @@
 # Variable-length masked LM (Eq. 5) in two-stream form (no [MASK] in the content stream).
-include('vm_shakespeare.py')
-out_dir = 'out-vm-2s-shakespeare'
+include('ar_shakespeare.py')
+objective = 'vm'
+mask_ratio = (0.15, 0.30)
 two_stream = True
+out_dir = 'out-vm-2s-shakespeare'

@@ -1,4 +1,6 @@
-# Byte level: vm_2s_shakespeare.py's objective with shakespeare_bytes.py's recipe.
-include('vm_2s_shakespeare.py')
+# Variable-length masked LM (Eq. 5) in two-stream form (no [MASK] in the content stream).
 include('shakespeare_bytes.py')
+objective = 'vm'
+mask_ratio = (0.15, 0.30)
+two_stream = True
 out_dir = 'out-vm-2s-shakespeare-bytes'
