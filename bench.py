@@ -76,7 +76,7 @@ VM2S_OVER_AR_MAX = 1.15        # content stream over visible tokens only, query 
 FLEX_ATTN_SPEEDUP_MIN = 1.7    # GPU: block-sparse dar attention fwd+bwd vs dense-mask SDPA at S = 1024
 FLEX_MEMORY_SLOPE_MAX = 1.25   # GPU: d log(activation memory) / d log(S) on the flex path: ~1 linear, ~2 quadratic
 MFU_AR_MIN, MFU_DAR_MIN = 0.45, 0.40  # GPT-2 124M, S = 1024, bf16, one H100
-BYTES_OVER_AR_MAX = 0.2        # CPU, 4 x 128: the GPT-2 head is most of a small model's step (issue 15: >= 5x)
+BYTES_OVER_AR_MAX = 0.2        # CPU, 4 x 128: the GPT-2 head is most of a small model's step (>= 5x faster)
 
 VARIANTS = {  # name -> (objective, tokenizer)
     'ar': (Objective('ar'), 'gpt2'),
@@ -145,7 +145,7 @@ def fixed_batch(variant, S, B):
     return objective.batch(x, generator, bos)
 
 def step_flops(model, batch):
-    """Forward+backward FLOPs of the batch, attention counted by the mask's open pairs (SPEC §5), not as dense.
+    """Forward+backward FLOPs of the batch, attention counted by the mask's open pairs, not as dense (nanoGPT's MFU counts a causal mask as dense).
     Transformer.flops is linear in its arguments, so batch totals go in directly."""
     content_groups, query_groups = batch['content_groups'], batch['query_groups']
     B = content_groups.shape[0]

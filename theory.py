@@ -328,7 +328,7 @@ def run_toy(args):
     print(f"wrote {path} and {path.with_suffix('.csv')}")
 
 def run_tails(args):
-    """Every objective in the theorem's own currency: sum of sigma^4 past r (Thm 4.1; SPEC §3)."""
+    """Every objective in the theorem's own currency: sum of sigma^4 past r (Thm 4.1)."""
     visible = args.visible or tuple(range(1, args.s))
     settings = [('ar', (), None)] + [('dar', (), t) for t in range(1, 5)] + [('mlm', (v,), None) for v in visible]
     settings += [('vm', visible, None)] if len(visible) > 1 else []

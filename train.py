@@ -243,7 +243,7 @@ def estimate_loss():
     return {split: float(v) for split, v in out.items()}
 
 def batch_flops(batch):
-    """Per micro-batch FLOPs with attention counted by the mask's open pairs (SPEC §5)."""
+    """Per micro-batch FLOPs with attention counted by the mask's open pairs, not as dense."""
     content_groups, query_groups = batch['content_groups'], batch['query_groups']
     pairs = float(open_pairs(content_groups, query_groups).float().mean())
     n_query = 0 if query_groups is None else query_groups.shape[1]

@@ -7,7 +7,7 @@ from `python data/<name>/prepare.py --tokenizer=bytes`):
     meta.json                       tokenizer, vocab size, BOS id, token and document counts, source
 Training draws random windows with get_batch(); evaluation walks a split with iter_windows().
 Every window starts with BOS in column 0: the always-visible conditioning token that
-every row of every attention mask may see (SPEC Sec. 1, two-stream attention), so no row is empty.
+every row of every attention mask may see (App. B.3, two-stream attention), so no row is empty.
 """
 
 import collections

@@ -9,7 +9,8 @@ import torch
 from conftest import ROOT, make_checkpoint, one_error_line, run_script
 from evals import vision_eval as ve
 from model import ModelConfig, Transformer
-from objectives import Objective, conditioning_sets, target_positions
+from objectives import Objective
+from conditioning import conditioning_sets, target_positions
 
 N_PATCHES = 16  # 28 px images, patch 7
 

@@ -5,7 +5,8 @@ import torch
 from conftest import needs_compiler, random_tokens
 from checkpoint import load_checkpoint, save_checkpoint
 from model import PAD_GROUP, ModelConfig, Transformer, dense_mask, open_pairs, patchify, unpatchify
-from objectives import Objective, conditioning_sets, groups_from_sizes, target_positions
+from objectives import Objective, groups_from_sizes
+from conditioning import conditioning_sets, target_positions
 
 S = 11
 OBJECTIVES = [

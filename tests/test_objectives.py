@@ -7,9 +7,9 @@ import torch
 
 import objectives
 from conftest import random_tokens, run_in_process
-from objectives import (PAD_GROUP, Kind, Objective, conditioning_sets, dar_sizes, gvp_sizes, masked_count,
-                        masked_sizes, prefix_batch, target_positions, visiting_order)
-
+from objectives import (PAD_GROUP, Kind, Objective, dar_sizes, gvp_sizes, masked_count, masked_sizes, prefix_batch,
+                        visiting_order)
+from conditioning import conditioning_sets, target_positions
 S = 13  # BOS + 12 positions
 
 
