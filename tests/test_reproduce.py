@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / 'experiments' / 'reproduce.sh'
 SEEDS = ['1', '2', '3']
 
 
@@ -24,7 +25,7 @@ def write_csv(path, rows):
 def summarize(out, res, tokens='gpt2'):
     env = dict(KEEP=str(out), RES=str(res), SEEDS=' '.join(SEEDS), PYTHON=sys.executable, PATH='/usr/bin:/bin',
                TOKENS=tokens)
-    result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'summary'], env=env, capture_output=True, text=True)
+    result = subprocess.run(['bash', str(SCRIPT), 'summary'], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return (res / 'tables.md').read_text()
 
@@ -43,11 +44,11 @@ def holds(tables, hypothesis):  # its row in the last table, "does it reproduce?
 
 
 def test_shell_syntax():
-    assert subprocess.run(['bash', '-n', str(ROOT / 'reproduce.sh')]).returncode == 0
+    assert subprocess.run(['bash', '-n', str(SCRIPT)]).returncode == 0
 
 
 def test_unknown_section_is_refused():
-    result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'tabel7'], capture_output=True, text=True)
+    result = subprocess.run(['bash', str(SCRIPT), 'tabel7'], capture_output=True, text=True)
     assert result.returncode == 2 and 'usage' in result.stderr
 
 
@@ -88,7 +89,7 @@ def test_every_run_gets_the_whole_recipe(tmp_path):
     fake.chmod(0o755)
     env = dict(os.environ, OUT=str(tmp_path / 'out'), RES=str(tmp_path / 'res'), SEEDS='7 8', PYTHON=str(fake))
     for section in (['table7', '40'], ['table2'], ['fig2'], ['vision']):
-        result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), *section], env=env, capture_output=True, text=True)
+        result = subprocess.run(['bash', str(SCRIPT), *section], env=env, capture_output=True, text=True)
         assert result.returncode == 0 and result.stderr == '', (section, result.stderr)
     calls = log.read_text().splitlines()
     train = [c.split() for c in calls if c.startswith('train.py')]
@@ -121,7 +122,7 @@ def test_byte_level_runs_use_the_byte_configs_and_corpora(tmp_path):
     env = dict(os.environ, TOKENS='bytes', OUT=str(tmp_path / 'out'), RES=str(tmp_path / 'res'), PYTHON=str(fake),
                BYTE_STEPS='60')
     for section in ('table7', 'table2', 'fig2'):
-        result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), section], env=env, capture_output=True, text=True)
+        result = subprocess.run(['bash', str(SCRIPT), section], env=env, capture_output=True, text=True)
         assert result.returncode == 0 and result.stderr == '', (section, result.stderr)
     calls = log.read_text().splitlines()
     train = [c.split() for c in calls if c.startswith('train.py')]
@@ -138,7 +139,7 @@ def test_byte_level_runs_use_the_byte_configs_and_corpora(tmp_path):
     assert len(ppl) == 5 * 2 * 2 and all(args[1].endswith('_bytes.py') for args in ppl)
     assert all(sum(a.startswith('--ckpt=') for a in args) == 6 for args in ppl)
     assert all('--dataset=shakespeare_bytes' in c for c in calls if c.startswith('theory.py'))
-    bad = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'summary'], env={**env, 'TOKENS': 'chars'},
+    bad = subprocess.run(['bash', str(SCRIPT), 'summary'], env={**env, 'TOKENS': 'chars'},
                          capture_output=True, text=True)
     assert bad.returncode == 2 and 'TOKENS must be gpt2 or bytes' in bad.stderr
 
@@ -197,7 +198,7 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
                               f'vm-{seed}': 750.0}, {f'mlm15-{seed}': 900.0, f'mlm30-{seed}': 900.0, f'vm-{seed}': 900.0})
     env = dict(TOKENS='bytes', KEEP=str(out), RES=str(res), SEEDS=' '.join(SEEDS), GPT2_OUT=str(gpt2), GPT2_SEEDS='1 2',
                PYTHON=sys.executable, PATH='/usr/bin:/bin')
-    result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'summary'], env=env, capture_output=True, text=True)
+    result = subprocess.run(['bash', str(SCRIPT), 'summary'], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     tables = (res / 'tables.md').read_text()
     assert 'GPT-2 BPE, 1500 steps (2 seeds)' in tables
@@ -289,7 +290,7 @@ def test_byte_level_all_runs_seed_by_seed_and_each_job_after_what_it_reads(tmp_p
     log, fake = timed_fake(tmp_path, sleeps='*dar_shakespeare*) sleep 0.6 ;; *train.py*) sleep 0.2 ;;')
     env = dict(os.environ, TOKENS='bytes', OUT=str(tmp_path / 'out'), RES=str(tmp_path / 'res'), PYTHON=str(fake),
                SEEDS='7 8')
-    result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'all'], env=env, capture_output=True, text=True)
+    result = subprocess.run(['bash', str(SCRIPT), 'all'], env=env, capture_output=True, text=True)
     assert result.returncode == 0 and result.stderr == '', result.stderr
     events = [line.split(' ', 1) for line in log.read_text().splitlines()]
     prepares = [args for kind, args in events if kind == 'prepare' and args.startswith('data/')]  # once each
@@ -315,7 +316,7 @@ def test_a_job_starts_as_soon_as_the_runs_it_reads_end(tmp_path):
     log, fake = timed_fake(tmp_path, sleeps='*dar_shakespeare*) sleep 2 ;;')
     env = dict(os.environ, TOKENS='bytes', OUT=str(tmp_path / 'out'), RES=str(tmp_path / 'res'), PYTHON=str(fake),
                SEEDS='7')
-    result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'table2'], env=env, capture_output=True, text=True)
+    result = subprocess.run(['bash', str(SCRIPT), 'table2'], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     events = log.read_text().splitlines()
     text = tmp_path / 'out' / 'text'
@@ -329,7 +330,7 @@ def test_a_failed_run_stops_only_what_reads_it(tmp_path):
     log, fake = timed_fake(tmp_path, fail='*dar_shakespeare*')
     env = dict(os.environ, TOKENS='bytes', OUT=str(tmp_path / 'out'), RES=str(tmp_path / 'res'), PYTHON=str(fake),
                SEEDS='7')
-    result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'table2'], env=env, capture_output=True, text=True)
+    result = subprocess.run(['bash', str(SCRIPT), 'table2'], env=env, capture_output=True, text=True)
     text = tmp_path / 'out' / 'text'
     started = [line[6:] for line in log.read_text().splitlines() if line.startswith('start')]
     assert sorted(started) == sorted([f'{text}/ar-7', f'{text}/dar-7', f'{text}/finetune-ar-7'])
@@ -374,7 +375,7 @@ def test_a_free_core_takes_the_next_run_at_once(tmp_path):
     fake.write_text(f'#!/bin/bash\ncase "$*" in *config/mlm15_shakespeare*) sleep 4 ;; esac\necho "$@" >> {log}\n')
     fake.chmod(0o755)
     env = dict(os.environ, OUT=str(tmp_path / 'out'), RES=str(tmp_path / 'res'), SEEDS='7', PYTHON=str(fake))
-    result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'table7'], env=env, capture_output=True, text=True)
+    result = subprocess.run(['bash', str(SCRIPT), 'table7'], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     train = [c.split()[1] for c in log.read_text().splitlines() if c.startswith('train.py')]
     assert train == ['config/mlm30_shakespeare.py', 'config/vm_shakespeare.py', 'config/mlm15_shakespeare.py'], train
@@ -385,7 +386,7 @@ def test_a_failed_run_fails_the_section(tmp_path):
     fake.write_text('#!/bin/bash\ncase "$*" in *config/vm_shakespeare*) exit 3 ;; esac\n')
     fake.chmod(0o755)
     env = dict(os.environ, OUT=str(tmp_path / 'out'), RES=str(tmp_path / 'res'), SEEDS='7', PYTHON=str(fake))
-    result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'table7'], env=env, capture_output=True, text=True)
+    result = subprocess.run(['bash', str(SCRIPT), 'table7'], env=env, capture_output=True, text=True)
     assert result.returncode != 0 and 'failed: ' in result.stderr and 'vm-7' in result.stderr
 
 
@@ -400,7 +401,7 @@ def test_a_fresh_machine_resumes_from_the_record(tmp_path):
         env = dict(os.environ, TOKENS='bytes', OUT=str(tmp_path / out), RES=str(tmp_path / 'res'), KEEP=str(keep),
                    PYTHON=str(fake), SEEDS='7')
         log.write_text('')
-        result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'all'], env=env, capture_output=True, text=True)
+        result = subprocess.run(['bash', str(SCRIPT), 'all'], env=env, capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
         return sorted(line[6:].replace(str(tmp_path / out), 'OUT') for line in log.read_text().splitlines()
                       if line.startswith('start '))
@@ -474,7 +475,7 @@ def test_fig2_post_hoc_ratio_leaves_out_a_seed_whose_mlm_stayed_on_the_plateau(t
 
 def test_a_summary_without_a_record_says_where_it_looked(tmp_path):
     env = dict(os.environ, TOKENS='bytes', RES=str(tmp_path / 'res'), PYTHON=sys.executable)
-    result = subprocess.run(['bash', str(ROOT / 'reproduce.sh'), 'summary'], env=env, capture_output=True, text=True)
+    result = subprocess.run(['bash', str(SCRIPT), 'summary'], env=env, capture_output=True, text=True)
     assert result.returncode == 2 and result.stderr == f"reproduce.sh: no record in {tmp_path / 'res'}/runs: run a " \
         "section first, or point KEEP at one\n"
     assert not (tmp_path / 'res').exists()
