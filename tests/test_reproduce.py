@@ -34,6 +34,11 @@ def row(tables, label):
     return next(line for line in tables.splitlines() if line.startswith(f'| {label} |'))
 
 
+def direction_of(cell):
+    """'yes', 'weak' or 'no' from a paired-difference cell '<mean> ± <std> (<direction>, p = <t-test> / <sign>)'."""
+    return cell.split(' (', 1)[1].split(',', 1)[0]
+
+
 def section(tables, title):
     """The table of tables.md whose title starts with `title` (rows of the same label recur across tables)."""
     return next(t for t in tables.split('### ') if t.startswith(title))
@@ -74,10 +79,10 @@ def test_vision_tables_mean_std_and_verdicts(tmp_path, dar_gain, expected):
     assert row(tables, 'ar').startswith('| ar | 81.00 ± 1.00 | 90.00 ± 0.00 |')
     gain = sum(dar_gain) / 3
     cells = row(tables, 'dar2').split(' | ')
-    assert cells[3].startswith(f"{round(gain, 2) + 0.0:.2f} ± ") and cells[3].endswith(f'({expected})')
-    assert cells[4] == '0.00 ± 0.00 (no) |'                       # a tie is not the paper's way
-    assert row(tables, 'vm - mae75').count('(yes)') == 2          # L2 and LPIPS both lower on every seed
-    assert '(no)' in row(tables, 'vm - mae50')                     # L2 higher on average
+    assert cells[3].startswith(f"{round(gain, 2) + 0.0:.2f} ± ") and direction_of(cells[3]) == expected
+    assert cells[4] == '0.00 ± 0.00 (no, p = 1 / 1) |'            # a tie is not the paper's way, nor an effect
+    assert row(tables, 'vm - mae75').count('(yes, ') == 2         # L2 and LPIPS both lower on every seed
+    assert '(no, ' in row(tables, 'vm - mae50')                    # L2 higher on average
     assert (res / 'table9_acc_by_t.png').exists() and (res / 'table9_acc_by_t.csv').exists()
 
 
@@ -206,40 +211,49 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
     assert row(by_seed, 'vm').split(' | ')[1:] == ['8.5 / 9.5 / 9.5', '8.5 / 9.5 / 9.5 |']  # each seed's own run
     assert row(by_seed, 'vm_2s').startswith('| vm_2s | 7.0 / 7.5 / 8.0 |') and '(unigram)' not in by_seed
     cells = row(tables, 'shakespeare: vm - mlm15').split(' | ')
-    assert cells[1:3] == ['-0.8 ± 0.6', 'yes']             # -1.5, -0.5, -0.5: lower on every seed
-    assert cells[3].endswith('(no)')                        # at k < 8 vm is the worst on every seed
-    assert cells[4] == '-2.8 ± 0.6 (yes)'                   # the [MASK] reading: vm 2 lower on every seed
-    assert cells[5] == '50.0 ± 0.0 (no)'                    # the GPT-2 runs: 750 - 700 on both seeds
+    assert cells[1:4] == ['-0.8 ± 0.6', 'yes', 'p = 0.13 / 0.25']  # -1.5, -0.5, -0.5: lower on every seed
+    assert direction_of(cells[4]) == 'no'                   # at k < 8 vm is the worst on every seed
+    assert cells[5] == '-2.8 ± 0.6 (yes, p = 0.014 / 0.25)'  # the [MASK] reading: vm 2 lower on every seed
+    assert cells[6] == '50.0 ± 0.0 (no, p = 0 / 0.5)'       # the GPT-2 runs: 750 - 700 on both seeds
     # post hoc, the seeds where both runs left the plateau: seed 2's mlm 0.15 never did, so -1.5 and -0.5 remain
-    assert cells[6] == '-1.0 ± 0.7 (yes), 2 of 3 seeds |'
+    assert cells[7] == '-1.0 ± 0.7 (yes, p = 0.3 / 0.5), 2 of 3 seeds |'
     assert row(tables, 'shakespeare: vm - mlm30').split(' | ')[2] == 'no'          # -0.5, +0.5, +0.5
     assert row(tables, 'shakespeare: vm - mlm30').endswith('| – |')  # seed 3's mlm 0.3 stopped short: not judged
     assert row(tables, 'wikipedia: vm_2s - mlm15_2s').split(' | ')[2] == 'weak'   # -1, -0.5, 0
-    assert row(tables, 'shakespeare: vm_2s - mlm30_2s').endswith('| – | -0.5 ± 0.5 (weak), 3 of 3 seeds |')
+    assert row(tables, 'shakespeare: vm_2s - mlm30_2s').endswith('| – | -0.5 ± 0.5 (weak, p = 0.23 / 0.5), 3 of 3 seeds |')
     budget_table = section(tables, 'Table 7, 3000 steps: validation loss')
     budget = row(budget_table, 'vm_2s').split(' | ')
     assert budget[1:6] == ['2.710 ± 0.010', '-0.090 ± 0.010', '-0.040 ± 0.010', '0 of 3', '2000 / 2000 / 2000 |']
     assert '| mlm15 |' in budget_table and '| mlm30 |' not in budget_table
     assert row(budget_table, 'mlm15').endswith('| 1 of 3 | 2000 / never / 2500 |')
     assert 'unigram plateau (3.00 nats) at the end' in budget_table
-    assert row(tables, 'vm - mlm30').split(' | ')[1:] == ['-0.100 ± 0.000 (yes)', '0.410 ± 0.010 (no) |']
+    assert row(tables, 'vm - mlm30').split(' | ')[1:] == ['-0.100 ± 0.000 (yes, p = 0 / 0.25)',
+                                                          '0.410 ± 0.010 (no, p = 0.0002 / 0.25) |']
     maskloss_table = section(tables, 'Thm 4.3 measured')
     assert '| model | ρ = 0.15 | ρ = 0.9 |' in maskloss_table
     assert row(maskloss_table, 'mlm30_2s').split(' | ')[1:] == ['1.700 ± 0.000', '3.200 ± 0.000 |']
     assert (res / 'maskloss.png').exists() and (res / 'maskloss.csv').exists()
     assert (res / 'table7_val_loss.png').exists() and (res / 'table7_val_loss.csv').exists()
     assert (res / 'fig3_ppl_by_k_wikipedia.png').exists()
-    # the hypotheses as written before the runs: B1 needs every seed in domain, the mean on Wikipedia
-    assert row(tables, 'B1 | shakespeare: vm below mlm15').endswith('| -0.8 ± 0.6 | 3 of 3 | yes | every seed | met |')
-    assert row(tables, 'B1 | shakespeare: vm_2s below mlm15_2s').endswith('| 2 of 3 | weak | every seed | not met |')
-    assert row(tables, 'B1 | wikipedia: vm_2s below mlm15_2s').endswith('| 2 of 3 | weak | the mean | met |')
-    assert row(tables, 'B2 | shakespeare: vm highest at k < 8 (log ppl)').endswith('| 3 of 3 | yes | every seed | met |')
-    # vm's gain over mlm 0.15 as a ratio: 10/30 at k < 8 against 10/8.5, 10/9.5, 10/9.5 overall: smaller, not larger
-    assert row(tables, 'B2 | shakespeare: vm gains more over mlm15 at k < 8 (log ppl ratio)').split(' | ')[3:6] == ['0 of 3', 'no', 'every seed']
-    # two-stream: k < 8 is twice the overall for both, so the ratio is the same: no gain, and 0 is not the paper's way
-    assert row(tables, 'B2 | shakespeare: vm_2s gains more over mlm30_2s at k < 8 (log ppl ratio)').split(' | ')[2:5] == [
-        '0.000 ± 0.000', '0 of 3', 'no']
-    assert holds(tables, 'B1').endswith('| 4 of 8 | in part |') and holds(tables, 'B2').endswith('| 6 of 10 | in part |')
+    # the hypotheses judged by their registered text: B1 every seed in domain (no seed rule for Wikipedia: the mean);
+    # an effect only where the rule holds and the t-test's p < 0.05
+    b1 = row(tables, 'B1 | in domain, every seed | shakespeare: vm below mlm15').split(' | ')
+    assert b1[3:] == ['-0.8 ± 0.6', '3 of 3', '-2.50', '0.13', '0.25', 'every seed', 'yes', 'no |']
+    assert row(tables, 'B1 | in domain, every seed | shakespeare: vm_2s below mlm15_2s').endswith(
+        '| 2 of 3 | -1.73 | 0.23 | 0.5 | every seed | no | no |')
+    assert row(tables, 'B1 | Wikipedia, the mean | wikipedia: vm_2s below mlm15_2s').endswith('| the mean | yes | no |')
+    # B2's first half: k < 8 twice every later bucket on every seed (a constant margin, ln 2: p = 0)
+    assert row(tables, 'B2 | highest at the shortest prefixes | shakespeare: mlm15, k < 8 above every later bucket '
+               '(log ppl)').endswith('| 0.693 ± 0.000 | 3 of 3 | inf | 0 | 0.25 | the mean | yes | effect |')
+    # vm's gain over mlm 0.15 as a ratio: 20/30 at k < 8 against 10/8.5, 10/9.5, 10/9.5 later: smaller, not larger
+    gain = row(tables, "B2 | vm's gain largest there | shakespeare: vm's gain over mlm15, k < 8 above every later "
+               "bucket (log ppl ratio)")
+    assert gain.split(' | ')[4] == '0 of 3' and gain.endswith('| the mean | no | no |')
+    # two-stream: k < 8 is twice the later buckets for both, so the ratio is the same: 0 is not the paper's way
+    assert row(tables, "B2 | vm's gain largest there | shakespeare: vm_2s's gain over mlm30_2s, k < 8 above every "
+               "later bucket (log ppl ratio)").split(' | ')[3:5] == ['0.000 ± 0.000', '0 of 3']
+    assert '| not met | in domain, every seed: not met; Wikipedia, the mean: not met | 4 of 8 |' in holds(tables, 'B1')
+    assert "| not met | highest at the shortest prefixes: effect; vm's gain largest there: not met |" in holds(tables, 'B2')
     assert '| B3 |' not in tables and '| B4 |' not in tables  # not run: not judged
 
 
@@ -362,9 +376,11 @@ def test_table2_reads_per_seed_files_and_a_run_of_all_seeds_alike(tmp_path):
             path.write_text(json.dumps(dict(summary=rows)))
         tables.append(summarize(out, tmp_path / f'res_{len(tables)}', 'bytes'))
     assert tables[0] == tables[1]
-    assert row(tables[0], 'dar - ar').endswith('| 2.0 ± 1.0 (yes) |')  # 1, 2, 3 points above ar
-    assert row(tables[0], 'B3 | dar above ar, linprobe average').endswith('| 2.0 ± 1.0 | 3 of 3 | yes | the mean | met |')
-    assert holds(tables[0], 'B3').endswith('| 1 of 1 | yes |')
+    assert row(tables[0], 'dar - ar').endswith('| 2.0 ± 1.0 (yes, p = 0.074 / 0.25) |')  # 1, 2, 3 points above ar
+    # B3 names no seed rule: the mean is above 0 (met), but t = 3.46 on 2 degrees of freedom is not beyond chance
+    assert row(tables[0], 'B3 | linear probe | dar above ar, linprobe average').endswith(
+        '| 2.0 ± 1.0 | 3 of 3 | 3.46 | 0.074 | 0.25 | the mean | yes | no |')
+    assert '| met, not beyond chance | linear probe: met, not beyond chance | 1 of 1 |' in holds(tables[0], 'B3')
     assert row(tables[0], 'ar').startswith('| ar | 51.0 ± 1.0 |')
 
 
@@ -433,14 +449,15 @@ def test_fig2_table_from_full_and_log_spaced_curves_alike(tmp_path):
         tables.append(summarize(out, tmp_path / f'res-{layout}', 'bytes' if layout == 'full' else 'gpt2'))
         assert (tmp_path / f'res-{layout}/fig2_connectivity-cosine.png').exists()
     # at byte level B4 is judged: above 1 on two seeds of three is not "on every seed"
-    assert holds(tables[0], 'B4').endswith('| 0 of 1 | no |')
-    assert row(tables[0], 'B4 | mlm15 / ar - 1, cosine, at the last kept rank').endswith('| 2 of 3 | weak | every seed | not met |')
+    assert holds(tables[0], 'B4').endswith('| not met | cosine, last kept rank, every seed: not met | 0 of 1 |')
+    assert row(tables[0], 'B4 | cosine, last kept rank, every seed | mlm15 / ar - 1, cosine, at the last kept rank'
+               ).endswith('| 2 of 3 | 1.15 | 0.37 | 1 | every seed | no | no |')
     assert 'Hypotheses' not in tables[1]  # they are the byte-level runs' hypotheses
     tables[0] = tables[0][:tables[0].index('### Hypotheses')]
     assert tables[0].rstrip() == tables[1].rstrip()
     assert '| model | top-1 pair | 100th pair | 1000th pair |' in tables[0]
     assert row(tables[0], 'ar') == '| ar | 10 ± 0 | 6.31 ± 0 | 5.01 ± 0 |'
-    assert row(tables[0], 'mlm15 / ar at the last kept rank').endswith('| 1.08 ± 0.126 (weak) |')
+    assert row(tables[0], 'mlm15 / ar at the last kept rank').endswith('| 1.08 ± 0.126 (weak, p = 0.37 / 1) |')
 
 
 def test_fig2_post_hoc_ratio_leaves_out_a_seed_whose_mlm_stayed_on_the_plateau(tmp_path):
@@ -467,10 +484,11 @@ def test_fig2_post_hoc_ratio_leaves_out_a_seed_whose_mlm_stayed_on_the_plateau(t
                        for j, (name, scale) in enumerate((('ar', 1.0), ('mlm15', ratio[seed])), 1) for r in (1, 2, 3)])
     tables = summarize(out, tmp_path / 'res', 'bytes')
     cosine = section(tables, 'Fig. 2: connectivity, cosine')
-    assert row(cosine, 'mlm15 / ar at the last kept rank').endswith('| 1.07 ± 0.379 (weak) |')
+    assert row(cosine, 'mlm15 / ar at the last kept rank').endswith('| 1.07 ± 0.379 (weak, p = 0.79 / 1) |')
     assert row(cosine, 'the same ratio, seeds whose mlm15 left the plateau (post hoc)').endswith(
-        '| 0.85 ± 0.0707 (no), 2 of 3 seeds |')
-    assert row(tables, 'B4 | mlm15 / ar - 1, cosine, at the last kept rank').endswith('| 1 of 3 | weak | every seed | not met |')
+        '| 0.85 ± 0.0707 (no, p = 0.2 / 0.5), 2 of 3 seeds |')
+    assert row(tables, 'B4 | cosine, last kept rank, every seed | mlm15 / ar - 1, cosine, at the last kept rank'
+               ).endswith('| 1 of 3 | 0.30 | 0.79 | 1 | every seed | no | no |')
 
 
 def test_a_summary_without_a_record_says_where_it_looked(tmp_path):
