@@ -188,16 +188,20 @@ table2() {  # pretrain ar and dar, then probe and fine-tune each seed's pair
 }
 
 fig2() {  # 8000 held-out windows, top 1e5 pairs (App. B.2); the table2 ar and table7 mlm 0.15 checkpoints
-  local seed variant flag dir
+  local seed variant script dir ckpts
   for seed in $SEEDS; do
-    # raw: App. B.2's inner products; cosine: the same with the feature norm taken out
-    for variant in raw cosine; do
-      flag="" dir=fig2
-      if [ $variant = cosine ]; then flag=--cosine=True; dir=fig2-cosine; fi
+    ckpts="--ckpt=$OUT/text/ar-$seed/ckpt_best.pt --ckpt=$OUT/table7/mlm15-$seed/ckpt_best.pt"
+    # raw: App. B.2's inner products; cosine: the same with the feature norm taken out; centred: cosine after the mean
+    # feature is subtracted, so features that all point one way do not count as connected
+    for variant in raw cosine centred; do
+      case $variant in
+        raw) script="theory.py connectivity"; dir=fig2 ;;
+        cosine) script="theory.py connectivity --cosine=True"; dir=fig2-cosine ;;
+        centred) script="-m experiments.fig2_centred"; dir=fig2-centred ;;
+      esac
       kept $OUT/$dir/$seed/connectivity.csv ||
-        queue $OUT/$dir/$seed "$OUT/text/ar-$seed $OUT/table7/mlm15-$seed" "$PYTHON theory.py connectivity \
-              --ckpt=$OUT/text/ar-$seed/ckpt_best.pt --ckpt=$OUT/table7/mlm15-$seed/ckpt_best.pt \
-              --dataset=shakespeare$CORPUS $flag --progress=False --out_dir=$OUT/$dir/$seed >/dev/null"
+        queue $OUT/$dir/$seed "$OUT/text/ar-$seed $OUT/table7/mlm15-$seed" "$PYTHON $script $ckpts \
+              --dataset=shakespeare$CORPUS --progress=False --out_dir=$OUT/$dir/$seed >/dev/null"
     done
   done
 }

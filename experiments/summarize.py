@@ -557,8 +557,8 @@ def main(argv):
     os.makedirs(settings.res, exist_ok=True)
     report = Report([f"Seeds {', '.join(settings.seeds)}; mean ± sample std over seeds. A paired difference: 'yes' = "
                      "the mean goes the paper's way and every seed agrees, 'weak' = the mean does but some seed does "
-                     "not, 'no' = the mean goes the other way; p = two-sided paired t-test / exact sign test (with 5 "
-                     "seeds the sign test cannot go below 0.0625).", ""])
+                     "not, 'no' = the mean goes the other way; p = two-sided paired t-test / exact sign test (the sign "
+                     f"test cannot go below {2 / 2 ** len(settings.seeds):.2g} with {len(settings.seeds)} seeds).", ""])
     gpt2_table7 = {data: table7_runs(f'{settings.gpt2_record}/table7', settings.gpt2_seeds, data)
                    if settings.gpt2_record else None for data in ('shakespeare', 'wikipedia')}
     table7_on_plateau = {}  # the default budget's: Fig. 2 reads mlm 0.15's

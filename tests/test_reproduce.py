@@ -116,6 +116,9 @@ def test_every_run_gets_the_whole_recipe(tmp_path):
         assert sum(a.startswith('--ckpt=') for a in args) == 2 and '--dataset=shakespeare' in args, args
         assert '--progress=False' in args and len(args) == (8 if '--cosine=True' in args else 7) and args[-1].startswith('--out_dir=') and \
             args[-1].endswith(('fig2/7', 'fig2/8', 'cosine/7', 'cosine/8')), args
+    centred = [c.split() for c in calls if c.startswith('-m experiments.fig2_centred')]
+    assert len(centred) == 2 and all(sum(a.startswith('--ckpt=') for a in args) == 2 and '--dataset=shakespeare' in args
+                                     and args[-1].endswith(('centred/7', 'centred/8')) for args in centred), centred
 
 
 def test_byte_level_runs_use_the_byte_configs_and_corpora(tmp_path):
@@ -275,7 +278,7 @@ case "$*" in
   *linprobe_glue*) touch $dir/glue_linprobe.json ;;
   *glue_offline*) touch $dir/glue_finetune.json ;;
   *maskloss*) touch $dir/maskloss.csv ;;
-  *connectivity*) touch $dir/connectivity.csv ;;
+  *connectivity*|*fig2_centred*) touch $dir/connectivity.csv ;;
 esac
 echo "end $dir" >> {log}
 """)
@@ -312,7 +315,7 @@ def test_byte_level_all_runs_seed_by_seed_and_each_job_after_what_it_reads(tmp_p
                                 'data/wikipedia/prepare.py --tokenizer=bytes']
     events = [event for event in events if event[0] != 'prepare']
     jobs = [job for kind, job in events if kind == 'start']
-    assert len(jobs) == len(set(jobs)) == 2 * (6 + 5 + 2 + 3 + 2)  # runs and evaluations, each once
+    assert len(jobs) == len(set(jobs)) == 2 * (6 + 5 + 2 + 3 + 3)  # runs and evaluations, each once
     seed_of = {job: job.rsplit('/', 1)[1].rsplit('-', 1)[-1] for job in jobs}
     ended, started = set(), set()
     for kind, job in events:
@@ -422,7 +425,7 @@ def test_a_fresh_machine_resumes_from_the_record(tmp_path):
         return sorted(line[6:].replace(str(tmp_path / out), 'OUT') for line in log.read_text().splitlines()
                       if line.startswith('start '))
 
-    assert len(run_all('out1')) == 6 + 5 + 2 + 3 + 2
+    assert len(run_all('out1')) == 6 + 5 + 2 + 3 + 3
     assert not list(keep.rglob('*.pt')) and not list(keep.rglob('loss.png'))
     assert (keep / 'text/dar-7/log.jsonl').exists() and (keep / 'table7/ppl-mask-wikipedia-7/ppl_by_k.png').exists()
     assert run_all('out2') == []
@@ -497,3 +500,96 @@ def test_a_summary_without_a_record_says_where_it_looked(tmp_path):
     assert result.returncode == 2 and result.stderr == f"reproduce.sh: no record in {tmp_path / 'res'}/runs: run a " \
         "section first, or point KEEP at one\n"
     assert not (tmp_path / 'res').exists()
+
+
+# -----------------------------------------------------------------------------
+# the tests of chance, the registered hypotheses' reading, centred Fig. 2, and the record's tables regenerated
+
+@pytest.mark.parametrize('differences', [[0.2, 0.1, -0.05], [-4.2, 3.0, -1.0, -12.5, 0.3], [1.0, 2.0],
+                                         [0.066, 0.09, 0.04, 0.07, 0.061, 0.05], [3.0, 3.1, 2.9, -0.2, 5.0, 1.0, 0.7]])
+def test_paired_t_test_matches_scipy(differences):
+    """The two-sided p of the A&S series, for odd and even degrees of freedom (1 to 6), against scipy's ttest_rel."""
+    from scipy import stats
+    from experiments.summarize import paired_t_test
+    reference = stats.ttest_rel(differences, np.zeros(len(differences)))
+    t, p = paired_t_test(differences)
+    assert t == pytest.approx(reference.statistic, rel=1e-10) and p == pytest.approx(reference.pvalue, rel=1e-9)
+
+
+def test_paired_t_test_of_constant_differences():
+    from experiments.summarize import paired_t_test
+    assert paired_t_test([0.5, 0.5, 0.5])[1] == 0.0 and paired_t_test([0.0, 0.0, 0.0]) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize('differences, expected', [
+    ([1, 2, 3, 4, 5], 2 / 32),             # 5 of 5 one way: the smallest p five seeds allow
+    ([1, 2, 3, 4, -5], 2 * 6 / 32),        # 4 of 5: 2 (C(5,0) + C(5,1)) / 2^5
+    ([1, -2, 3, -4, 5], 1.0),              # 3 of 5: 2 (1 + 5 + 10) / 32 > 1, capped
+    ([1, 2, 0, 0, 3], 2 / 8),              # ties dropped: 3 of 3
+    ([0, 0], 1.0)])
+def test_sign_test_counts_by_hand(differences, expected):
+    from experiments.summarize import sign_test_p
+    assert sign_test_p(differences) == pytest.approx(expected)
+
+
+def test_b2_highest_at_short_prefixes_means_above_every_later_bucket(tmp_path):
+    """A model whose k < 8 perplexity is above its overall perplexity but below its 64-126 bucket is not 'highest at
+    the shortest prefixes' (compared with the overall perplexity it would pass)."""
+    import json
+    import math
+    out = tmp_path / 'out'
+    arms = ['mlm15', 'mlm30', 'vm', 'mlm15_2s', 'mlm30_2s', 'vm_2s']
+    for i, seed in enumerate(SEEDS):
+        for data in ('shakespeare', 'wikipedia'):
+            checkpoints = []
+            for arm in arms:  # k < 8 at 12, later buckets 8, 9, 10 and (vm only) 13: overall ~10
+                later = [8.0, 9.0, 10.0, 13.0 + i if arm == 'vm' else 11.0]
+                ppls = [12.0] * 4 + later
+                buckets = [dict(k_first=2 ** j - 1, targets=10, nll_sum=10 * math.log(p), ppl=p)
+                           for j, p in enumerate(ppls)]
+                checkpoints.append(dict(name=f'/runs/table7/{arm}-{seed}/ckpt_best.pt', ppl=10.0, buckets=buckets))
+            path = out / f'table7/ppl-{data}-{seed}'
+            path.mkdir(parents=True)
+            (path / 'summary.json').write_text(json.dumps(dict(checkpoints=checkpoints)))
+    tables = summarize(out, tmp_path / 'res', 'bytes')
+    for data in ('shakespeare', 'wikipedia'):
+        vm = row(tables, f'B2 | highest at the shortest prefixes | {data}: vm, k < 8 above every later bucket (log ppl)')
+        assert vm.split(' | ')[4] == '0 of 3' and vm.endswith('| the mean | no | no |')
+        mlm = row(tables, f'B2 | highest at the shortest prefixes | {data}: mlm15, k < 8 above every later bucket '
+                  '(log ppl)')
+        assert mlm.split(' | ')[3] == f'{math.log(12 / 11):.3f} ± 0.000' and mlm.endswith('| yes | effect |')
+    assert "highest at the shortest prefixes: not met" in holds(tables, 'B2')
+
+
+def test_centring_removes_a_shared_direction():
+    """Features that share one large direction have every cosine near 1 (Fig. 2 reads that as connected); centred,
+    the cosines are those of the independent parts, near 0 for random ones; an exact copy stays at 1."""
+    from experiments.fig2_centred import centred_unit_rows
+    from theory import top_pair_similarities
+    rng = np.random.default_rng(0)
+    shared = 50.0 * rng.standard_normal(32)
+    features = shared + rng.standard_normal((400, 32))
+    plain = features / np.linalg.norm(features, axis=1, keepdims=True)
+    assert top_pair_similarities(plain, top=1000)[-1] > 0.99
+    centred = centred_unit_rows(features)
+    assert np.allclose(np.linalg.norm(centred, axis=1), 1) and np.allclose(centred.mean(axis=0) @ centred.T, 0, atol=0.1)
+    assert top_pair_similarities(centred, top=1000)[-1] < 0.6
+    with_copy = centred_unit_rows(np.vstack([features, features[:1]]))
+    assert top_pair_similarities(with_copy, top=1)[0] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize('tokens, folder', [('bytes', 'repro-bytes'), ('gpt2', 'repro')])
+def test_every_committed_table_regenerates_from_its_record(tmp_path, tokens, folder):
+    """experiments/<folder>/tables.md and each CSV beside it come back byte for byte from the committed record alone."""
+    committed = ROOT / 'experiments' / folder
+    env = dict(TOKENS=tokens, KEEP=str(committed / 'runs'), RES=str(tmp_path), PYTHON=sys.executable,
+               PATH='/usr/bin:/bin')
+    if tokens == 'bytes':
+        env['GPT2_OUT'] = str(ROOT / 'experiments/repro/runs')
+    result = subprocess.run(['bash', str(SCRIPT), 'summary'], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / 'tables.md').read_bytes() == (committed / 'tables.md').read_bytes()
+    written = sorted(path.name for path in tmp_path.glob('*.csv'))
+    assert written == sorted(path.name for path in committed.glob('*.csv'))
+    for name in written:
+        assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name
