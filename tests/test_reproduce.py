@@ -87,8 +87,8 @@ def test_vision_tables_mean_std_and_verdicts(tmp_path, dar_gain, expected):
 
 
 def test_every_run_gets_the_whole_recipe(tmp_path):
-    """Each training and evaluation command is assembled in one piece (a stray newline once cut the recipe in half:
-    the runs trained without their learning rate and seed), with its seed, once per arm and seed."""
+    """Each training and evaluation command is assembled in one piece (a stray newline would cut the recipe in half:
+    the runs would train without their learning rate and seed), with its seed, once per arm and seed."""
     log, fake = tmp_path / 'calls.log', tmp_path / 'python'
     fake.write_text(f'#!/bin/bash\necho "$@" >> {log}\n')
     fake.chmod(0o755)
