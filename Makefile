@@ -51,13 +51,13 @@ images: setup
 glue-offline: setup
 	$(PYTHON) data/glue/prepare_offline.py
 
-# every number and plot of the README's reproduction section (about 2.5 h on 2 CPU cores; see reproduce.sh)
+# the paper reproduction, experiments/README.md (GPT-2 BPE, 3 seeds: about 2.5 h on 2 CPU cores)
 reproduce: setup
-	PYTHON=$(PYTHON) bash reproduce.sh all
+	PYTHON=$(PYTHON) bash experiments/reproduce.sh all
 
 # the text comparisons again at byte level, 5 seeds (about 10 h on 2 CPU cores; resumes where it stopped)
 reproduce-bytes: setup
-	TOKENS=bytes PYTHON=$(PYTHON) bash reproduce.sh all
+	TOKENS=bytes PYTHON=$(PYTHON) bash experiments/reproduce.sh all
 
 clean:
 	rm -rf out-* out/

@@ -1,55 +1,58 @@
 #!/usr/bin/env bash
-# Reproduce the paper's comparisons at CPU scale, with seeds, on the offline corpora. Every number and plot of the
-# README's "Reproduction" section comes from this script: runs go to $OUT (default out/repro/), tables and plots
-# to $RES (default results/repro/), and each finished job's record (its logs and evaluations, no checkpoint) to
-# $KEEP (default $RES/runs), which is committed: the tables are drawn from the record, and a fresh clone skips every
-# recorded evaluation and trains a run again only when an evaluation still to do reads its checkpoint.
+# Reproduce the paper's comparisons at CPU scale, with seeds, on the offline corpora. Every number and plot of
+# experiments/README.md comes from this script: runs go to $OUT (default out/repro/), tables and plots to $RES (default
+# experiments/repro/), and each finished job's record (its logs and evaluations, no checkpoint) to $KEEP (default
+# $RES/runs), which is committed: the tables are drawn from the record, and a fresh clone skips every recorded
+# evaluation and trains a run again only when an evaluation still to do reads its checkpoint.
 #   toy      Thm 4.2 toy spectra (exact, seconds)
 #   table7   Table 7 / Fig. 3: mlm 0.15 vs mlm 0.3 vs vm [0.15, 0.3], perplexity in and out of domain
-#            (bash reproduce.sh table7 4000: the same with 4000 steps, the README's longer budget)
+#            (bash experiments/reproduce.sh table7 4000: the same with 4000 steps)
 #   table2   Table 2: ar vs dar t = 2 on the offline sentence suite, linear probe and fine-tune
-#   fig2     Fig. 2: connectivity of an ar and an mlm 0.15 model (the table2 / table7 checkpoints)
+#   fig2     Fig. 2: connectivity of an ar and an mlm 0.15 model (the table2 / table7 checkpoints): raw inner
+#            products (App. B.2), cosine, and cosine of centred features (the mean feature subtracted)
 #   vision   Tables 3, 8, 9 on Fashion-MNIST: ar vs dar t = 2..4 (probe, fine-tune); mae 0.75 / 0.5 / vm (recon)
-#   summary  the tables (mean ± std over seeds, paired differences) and plots, from whatever has been run
-# Usage: bash reproduce.sh [toy|table7 [steps]|table2|fig2|vision|summary|all] (all, at byte level: table7, table2,
-# fig2, summary). A run with a checkpoint is resumed (a finished one returns at once) and a written evaluation is
-# kept, so an interrupted reproduce.sh picks up where it stopped. Two jobs at a time (the machine has 2 cores), each as
-# soon as the runs it reads have ended (bash >= 5.1).
+#   summary  the tables (mean ± std over seeds, paired differences with a t-test and a sign test) and plots, from
+#            whatever the record holds
+# Usage: bash experiments/reproduce.sh [toy|table7 [steps]|table2|fig2|vision|summary|all] (all, at byte level:
+# table7, table2, fig2, summary). A run with a checkpoint is resumed (a finished one returns at once) and a written
+# evaluation is kept, so an interrupted reproduce.sh picks up where it stopped. Two jobs at a time (the machine has 2
+# cores), each as soon as the runs it reads have ended (bash >= 5.1).
 #
-# TOKENS=bytes bash reproduce.sh table7|table2|fig2|summary: the text comparisons again at byte level (issue 15), where
-# the models learn context (config/*_shakespeare_bytes.py; runs in out/repro-bytes, tables in results/repro-bytes;
-# 5 seeds; Table 7 also in two-stream form). Hypotheses, written down before any byte-level run:
+# TOKENS=bytes bash experiments/reproduce.sh table7|table2|fig2|summary: the text comparisons again at byte level,
+# where the models learn context (config/*_shakespeare_bytes.py; runs in out/repro-bytes, tables in
+# experiments/repro-bytes; 5 seeds; Table 7 also in two-stream form). Hypotheses, written down before any byte-level
+# run (commit 9409b0e; summarize.py judges each by this text, word for word):
 #   B1 (Table 7): vm [0.15, 0.3] has a lower prefix perplexity than mlm 0.15 and than mlm 0.3, on the held-out plays
 #      and on Wikipedia, one-stream and two-stream, on every seed in domain.
 #   B2 (Fig. 3): every masked model's perplexity is highest at the shortest prefixes, and vm's gain is largest there.
 #   B3 (Table 2): dar t = 2 is above ar on the offline suite's average, linear probe and fine-tune.
 #   B4 (Fig. 2): mlm 0.15's cosine connectivity is above ar's at the last kept rank, on every seed.
-# Budget (results/bytes-curves/, seed 1337, 1500 steps): ar's validation loss flattens by ~1200 steps (1.77 -> 1.70
-# from 1000 to 1500); vm's masked loss is still falling at 1500 (2.94 -> 2.76), so every arm gets BYTE_STEPS=3000,
-# the same for all: 23 (ar) to 42 (dar) minutes a run on one core, two side by side (measured, seed 1337), about
-# 10 hours in all.
+# Budget (experiments/bytes-curves/loss_{ar,vm}.csv, seed 1337, 1500 steps): ar's validation loss goes 1.772 -> 1.680
+# from step 1000 to 1500 and is still falling at 1500 (1.692 -> 1.680 over the last 100); vm's masked validation loss
+# goes 2.939 -> 2.749 over the same steps, twice ar's fall. So every arm gets BYTE_STEPS=3000, the same for all: 23
+# (ar) to 42 (dar) minutes a run on one core, two side by side (measured, seed 1337), about 10 hours in all.
 set -euo pipefail
 [ "${BASH_VERSINFO[0]}${BASH_VERSINFO[1]}" -ge 51 ] || { echo "reproduce.sh needs bash >= 5.1 (wait -p)" >&2; exit 2; }
-cd "$(dirname "$0")"
+cd "$(dirname "$0")/.."  # the repository root: train.py, config/, data/
 PYTHON=${PYTHON:-python}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 TOKENS=${TOKENS:-gpt2}
 if [ "$TOKENS" = bytes ]; then
   SEEDS=${SEEDS:-"1337 1338 1339 1340 1341"}
-  OUT=${OUT:-out/repro-bytes}; RES=${RES:-results/repro-bytes}
+  OUT=${OUT:-out/repro-bytes}; RES=${RES:-experiments/repro-bytes}
   BYTE_STEPS=${BYTE_STEPS:-3000}
   # the configs' own recipe (config/shakespeare_bytes.py) at the budget above
   # a checkpoint every 500 steps, so a session that ends mid-run loses at most 500 steps of it. Eager: compiled
-  # (inductor's CPU backend) steps were no faster at one thread (0.44-0.50 s against 0.45-0.48, 2026-11-23)
+  # (inductor's CPU backend) steps were no faster at one thread (0.44-0.50 s against 0.45-0.48, measured 2026-11-23)
   RECIPE="--max_iters=$BYTE_STEPS --lr_decay_iters=$BYTE_STEPS --progress=False"
   CKPT_EVERY=500; CORPUS=_bytes; TABLE7_ARMS="mlm15 mlm30 vm mlm15_2s mlm30_2s vm_2s"; DEFAULT_STEPS=$BYTE_STEPS
   # the GPT-2 BPE reproduction's record, where it exists, as a second column of the paired differences
-  GPT2_OUT=${GPT2_OUT:-results/repro/runs}; GPT2_SEEDS=${GPT2_SEEDS:-"1337 1338 1339"}; GPT2_STEPS=1500
+  GPT2_OUT=${GPT2_OUT:-experiments/repro/runs}; GPT2_SEEDS=${GPT2_SEEDS:-"1337 1338 1339"}; GPT2_STEPS=1500
   [ -d "$GPT2_OUT" ] || GPT2_OUT=""
 elif [ "$TOKENS" = gpt2 ]; then
   SEEDS=${SEEDS:-"1337 1338 1339"}
   OUT=${OUT:-out/repro}          # runs
-  RES=${RES:-results/repro}      # tables and plots
+  RES=${RES:-experiments/repro}  # tables and plots
   # one text recipe for every arm (no arm is tuned alone): 2 layers x 64, sequences of 64, 1500 steps of 8
   RECIPE="--n_layer=2 --n_head=2 --n_embd=64 --block_size=64 --batch_size=8 --max_iters=1500 --lr_decay_iters=1500 \
           --warmup_iters=100 --learning_rate=3e-3 --eval_interval=500 --eval_iters=4 --progress=False"
@@ -140,7 +143,7 @@ table7() {  # table7 [steps]: the default budget's runs go to $OUT/table7, any o
       queue $dir/$arm-$seed "" "train $dir/$arm-$seed config/${arm}_shakespeare$CORPUS.py $RECIPE --max_iters=$steps \
             --lr_decay_iters=$steps --eval_interval=${CKPT_EVERY:-$((steps / 3))} --seed=$seed"
     done
-    # both readings of a BERT prefix (issue 13): the positions after the target left out (ppl-*) or [MASK] (ppl-mask-*)
+    # both readings of a one-stream BERT prefix: the positions after the target left out (ppl-*) or [MASK] (ppl-mask-*)
     for data in shakespeare wikipedia; do
       for future in invisible mask; do
         name=ppl-$data-$seed
@@ -185,16 +188,20 @@ table2() {  # pretrain ar and dar, then probe and fine-tune each seed's pair
 }
 
 fig2() {  # 8000 held-out windows, top 1e5 pairs (App. B.2); the table2 ar and table7 mlm 0.15 checkpoints
-  local seed variant flag dir
+  local seed variant script dir ckpts
   for seed in $SEEDS; do
-    # raw: App. B.2's inner products; cosine: the same with the feature norm taken out
-    for variant in raw cosine; do
-      flag="" dir=fig2
-      if [ $variant = cosine ]; then flag=--cosine=True; dir=fig2-cosine; fi
+    ckpts="--ckpt=$OUT/text/ar-$seed/ckpt_best.pt --ckpt=$OUT/table7/mlm15-$seed/ckpt_best.pt"
+    # raw: App. B.2's inner products; cosine: the same with the feature norm taken out; centred: cosine after the mean
+    # feature is subtracted, so features that all point one way do not count as connected
+    for variant in raw cosine centred; do
+      case $variant in
+        raw) script="theory.py connectivity"; dir=fig2 ;;
+        cosine) script="theory.py connectivity --cosine=True"; dir=fig2-cosine ;;
+        centred) script="-m experiments.fig2_centred"; dir=fig2-centred ;;
+      esac
       kept $OUT/$dir/$seed/connectivity.csv ||
-        queue $OUT/$dir/$seed "$OUT/text/ar-$seed $OUT/table7/mlm15-$seed" "$PYTHON theory.py connectivity \
-              --ckpt=$OUT/text/ar-$seed/ckpt_best.pt --ckpt=$OUT/table7/mlm15-$seed/ckpt_best.pt \
-              --dataset=shakespeare$CORPUS $flag --progress=False --out_dir=$OUT/$dir/$seed >/dev/null"
+        queue $OUT/$dir/$seed "$OUT/text/ar-$seed $OUT/table7/mlm15-$seed" "$PYTHON $script $ckpts \
+              --dataset=shakespeare$CORPUS --progress=False --out_dir=$OUT/$dir/$seed >/dev/null"
     done
   done
 }
@@ -231,7 +238,7 @@ vision() {
 
 summary() {  # every table: mean ± sample std over pretraining seeds; dar - ar etc. as paired differences
   [ -d $KEEP ] || { echo "reproduce.sh: no record in $KEEP: run a section first, or point KEEP at one" >&2; return 2; }
-  $PYTHON summarize.py $KEEP $RES "$SEEDS" $DEFAULT_STEPS "$GPT2_OUT" "$GPT2_SEEDS" "$GPT2_STEPS" $TOKENS
+  $PYTHON -m experiments.summarize $KEEP $RES "$SEEDS" $DEFAULT_STEPS "$GPT2_OUT" "$GPT2_SEEDS" "$GPT2_STEPS" $TOKENS
 }
 
 case "${1:-all}" in
