@@ -223,7 +223,7 @@ def test_a_new_run_never_touches_an_old_one(tmp_path, tiny_corpus):
 def test_a_second_signal_exits_at_once_inside_a_long_step(tmp_path):
     """stop_on_signals: the first TERM asks for a save after the step; the second must end the process even while
     it sits in one long C++ call (Python-level handlers would wait for the call to return)."""
-    script = ("import sys, torch; sys.path.insert(0, '.'); from configurator import stop_on_signals\n"
+    script = ("import sys, torch; sys.path.insert(0, '.'); from devices import stop_on_signals\n"
               "received = stop_on_signals()\n"
               "a = torch.randn(12000, 12000)\n"
               "print('ready', flush=True)\n"
