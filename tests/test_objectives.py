@@ -1,12 +1,13 @@
 """objectives.py: the conditioning sets each objective declares, and its samplers' distributions."""
 
 import json
+import os
 
 import pytest
 import torch
 
 import objectives
-from conftest import random_tokens, run_in_process
+from conftest import ROOT, random_tokens, run_in_process
 from objectives import (PAD_GROUP, Kind, Objective, dar_sizes, gvp_sizes, masked_count, masked_sizes, prefix_batch,
                         visiting_order)
 from conditioning import conditioning_sets, target_positions
@@ -349,3 +350,17 @@ def test_mdlm_loss_weights_every_sequence_alike(two_stream):
     assert len(set(n_masked.tolist())) > 1  # the two means differ only when the counts do
     assert torch.allclose(loss, (nll.sum(1) / n_masked).mean())
     assert not torch.allclose(loss, nll.sum() / n_masked.sum())
+
+
+def test_python_objectives_prints_the_masks_the_readme_shows(capsys):
+    """`python objectives.py` draws every objective; the README's picture is its output, verbatim."""
+    run_in_process('objectives.py')
+    printed = capsys.readouterr().out
+    for name in ('ar', 'dar t=2', 'mlm 0.34', 'vm [0.15, 0.3] two-stream', 'mdlm two-stream', 'gvp K=3 mixed'):
+        assert f"\n{name}   (columns" in '\n' + printed, name
+    dar = printed[printed.index('dar t=2'):printed.index('\n\n', printed.index('dar t=2'))]
+    assert '  query   1        g=1 |#......|' in dar.splitlines()  # the first target sees BOS only
+    readme = open(os.path.join(ROOT, 'README.md')).read()
+    for block in printed.split('\n\n'):
+        if block.startswith(('dar', 'vm')):
+            assert block in readme, block.splitlines()[0]
