@@ -164,7 +164,7 @@ def unmask(log_probs, canvas, masked, tokens_per_step=1, order='random', generat
             score = probs.max(dim=-1).values
         else:
             score = torch.rand(B, S, generator=generator)
-        score = score.masked_fill(~masked, -1.0)  # only masked positions are candidates
+        score = score.masked_fill(~masked, -float('inf'))  # only masked positions are candidates
         n_left = masked.sum(dim=1)
         picked_rank = score.argsort(dim=1, descending=True).argsort(dim=1)
         chosen = masked & (picked_rank < torch.clamp(n_left, max=tokens_per_step)[:, None])
