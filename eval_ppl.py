@@ -164,11 +164,6 @@ def scores(nll_sum_by_k, count_by_k):
                 buckets=bucket_table(nll_sum_by_k, count_by_k, buckets), nll_sum_by_k=nll_sum_by_k.tolist(),
                 count_by_k=count_by_k.tolist())
 
-def per_window_scores(nats_per_token):
-    """reading=elbo: per-window NLLs in nats per token -> mean, standard error across windows, ppl."""
-    summary = bound_summary(nats_per_token)
-    return dict(nll=summary['nll'], se=summary['se'], ppl=summary['ppl'], windows=summary['windows'])
-
 for run in runs:
     model, _ = load_checkpoint(run['path'], device, attn_backend=attn_backend)
     nll_sum_by_k = np.zeros(block_size - 1, dtype=np.float64)
@@ -204,8 +199,8 @@ for run in runs:
         run.update(targets=len(window_nll) * (block_size - 1), passes_per_window=min(elbo_passes, block_size - 1))
     else:
         run.update(**scores(nll_sum_by_k, count_by_k))
-    if reading == 'elbo':
-        run.update(**per_window_scores(window_nll))
+    if reading == 'elbo':  # per-window nats per token -> mean, standard error across windows, ppl
+        run.update(**bound_summary(window_nll))
     run.update(seconds=seconds, tokens_per_sec=run['targets'] / max(seconds, 1e-9))
     del model
 if baselines is not None:  # scored like a checkpoint, on the same windows, so they sit in the same table and plot
@@ -221,7 +216,7 @@ if baselines is not None:  # scored like a checkpoint, on the same windows, so t
                          reading='left-to-right' if reading == 'elbo' else 'prefix',
                          **scores(nll_sum_by_k, np.full(block_size - 1, len(starts)))))
         if reading == 'elbo':
-            runs[-1].update(**per_window_scores(np.concatenate(floor_windows[name])))
+            runs[-1].update(**bound_summary(np.concatenate(floor_windows[name])))
 
 # -----------------------------------------------------------------------------
 # report: table, Fig. 3 plot + CSV, JSON summary (rank 0 only)
