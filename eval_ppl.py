@@ -9,6 +9,13 @@ $ python eval_ppl.py config/eval_ppl_shakespeare.py --ckpt=out-ar/ckpt_best.pt -
 Several GPUs (each process scores a shard of the windows; rank 0 gathers and writes):
 $ torchrun --standalone --nproc_per_node=8 eval_ppl.py config/eval_ppl_wikipedia.py --ckpt=...
 Writes to out_dir: ppl_by_k.png + ppl_by_k.csv (one line per checkpoint), summary.json; prints a table.
+
+--reading=elbo compares likelihoods instead: each masked checkpoint (mlm, vm, one- or two-stream) by its any-order
+likelihood bound (evals/any_order.py), an upper bound on the NLL of the mixture over orders that the model defines,
+beside the exact left-to-right NLL of ar and dar and the unigram / bigram floors, each in nats per token with its
+standard error across windows, and as perplexity. Writes summary.json; prints a table.
+$ python eval_ppl.py config/eval_ppl_shakespeare_bytes.py --reading=elbo --ckpt=out-ar-shakespeare-bytes/ckpt_best.pt \
+      --ckpt=out-vm-2s-shakespeare-bytes/ckpt_best.pt --max_tokens=4000
 """
 import json
 import os
@@ -16,12 +23,14 @@ import sys
 import time
 
 import numpy as np
+import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
 from checkpoint import atomic_write, load_checkpoint, read_checkpoint
 from devices import pick_attn_backend, setup_processes
 from configurator import UsageError, check_ranges, configure, one_line_errors
+from evals.any_order import DEFAULT_PASSES, bound_summary, score_bound
 from evals.plot import line_plot
 from evals.ppl import (BERT_FUTURES, DEFAULT_BUCKETS, NgramBaselines, bucket_name, bucket_table, check_buckets,
                        gather_windows, perplexity, score_windows, window_starts)
@@ -41,6 +50,10 @@ batch_size = 64             # windows per step
 rows_per_pass = 1024        # target rows per forward pass: bounds the logits (rows x vocab) in memory
 bert_future = 'invisible'   # 'invisible' (default) or 'mask': for one-stream BERT checkpoints, what the positions
                             # after the target are (left out, or present and all [MASK]; see objectives.prefix_batch)
+reading = 'prefix'          # 'prefix': next-token ppl from a prefix only (Eq. 2, Fig. 3); 'elbo': masked checkpoints by
+                            # their any-order likelihood bound, the others by their exact left-to-right NLL
+elbo_passes = DEFAULT_PASSES  # reading=elbo: forward passes per window, one per stratum of the masked count m
+seed = 1337                 # reading=elbo: the masks drawn, the same for every checkpoint
 baseline_dataset = 'auto'   # unigram and bigram floors counted on this corpus's train split; 'auto' = the corpus the
                             # checkpoints were trained on (skipped if it is not here), '' = none
 out_dir = 'out/eval_ppl'
@@ -52,7 +65,7 @@ progress = True
 one_line_errors('eval_ppl.py')
 configure(globals(), sys.argv[1:])
 check_ranges(globals(), {'block_size': '[0, inf)', 'max_tokens': '[0, inf)', 'batch_size': '[1, inf)',
-                         'rows_per_pass': '[1, inf)'})
+                         'rows_per_pass': '[1, inf)', 'elbo_passes': '[1, inf)', 'seed': '[0, inf)'})
 
 # -----------------------------------------------------------------------------
 # processes and devices (as in train.py)
@@ -67,6 +80,9 @@ if not ckpt:
 if names and len(names) != len(ckpt):
     raise UsageError(f"{len(names)} names for {len(ckpt)} checkpoints: give one --names=... per --ckpt=..., or none")
 buckets = check_buckets(buckets)
+if reading not in ('prefix', 'elbo'):
+    raise UsageError(f"reading must be 'prefix' (next-token ppl from a prefix) or 'elbo' (likelihoods: the any-order "
+                     f"bound of masked checkpoints), got {reading!r}: e.g. --reading=elbo")
 if bert_future not in BERT_FUTURES:
     raise UsageError(f"bert_future must be 'invisible' or 'mask', got {bert_future!r}: e.g. --bert_future=mask")
 runs = []
@@ -78,8 +94,12 @@ for i, path in enumerate(ckpt):
                          "eval_ppl.py scores token checkpoints only")
     label = names[i] if names else os.path.basename(os.path.dirname(os.path.abspath(path)))
     style = pretraining.prefix_style
+    # the bound needs only "masked" and the stream layout, never the objective's name (mlm, vm, mdlm, ...)
+    bound = reading == 'elbo' and pretraining.kind.masked
     runs.append(dict(path=path, name=label, objective=pretraining.name, label=pretraining.label, style=style,
-                     bert_future=bert_future if style == 'bert' else None,  # other styles have no such choice
+                     reading='any-order bound' if bound else 'left-to-right' if reading == 'elbo' else 'prefix',
+                     two_stream=pretraining.two_stream,
+                     bert_future=bert_future if style == 'bert' and not bound else None,  # no such choice elsewhere
                      mask_ratio=pretraining.mask_ratio, t=pretraining.t, tokenizer=model_config.get('tokenizer', 'gpt2'),
                      train_dataset=checkpoint.get('config', {}).get('dataset', ''),
                      vocab_size=model_config['vocab_size'], block_size=model_config['block_size']))
@@ -131,7 +151,7 @@ n_targets = len(starts) * (block_size - 1)
 if master:
     print(f"{data_dir} ({split}): {len(starts)} windows of {block_size} = {n_targets:,} scored targets | "
           f"{device} {dtype} {attn_backend} | {world_size} process(es)")
-    if bert_future != 'invisible':
+    if bert_future != 'invisible' and reading == 'prefix':
         applied = [run['name'] for run in runs if run['bert_future']]
         print(f"bert_future={bert_future!r} applies to the one-stream BERT runs only: "
               f"{', '.join(applied) if applied else 'none of these checkpoints'}")
@@ -149,40 +169,74 @@ for run in runs:
     model, _ = load_checkpoint(run['path'], device, attn_backend=attn_backend)
     nll_sum_by_k = np.zeros(block_size - 1, dtype=np.float64)
     count_by_k = np.zeros(block_size - 1, dtype=np.int64)
+    window_nll = []  # reading=elbo: nats per token of each window
+    generator = torch.Generator().manual_seed(seed + rank)  # every checkpoint sees the same masks
     t0 = time.time()
     bar = tqdm(total=len(my_starts), desc=run['name'][-30:], unit=' windows', disable=not (master and progress),
                dynamic_ncols=True)
     for first in range(0, len(my_starts), batch_size):
         windows = gather_windows(tokens, my_starts[first:first + batch_size], block_size, bos)
-        nll = score_windows(model, windows, run['style'], rows_per_pass, autocast,
-                            bert_future=run['bert_future'] or 'invisible')
-        nll_sum_by_k += nll.double().sum(dim=0).numpy()
-        count_by_k += nll.shape[0]
+        if run['reading'] == 'any-order bound':
+            bound = score_bound(model, windows, run['two_stream'], elbo_passes, generator, rows_per_pass, autocast)
+            window_nll.append(bound / (block_size - 1))
+        else:
+            nll = score_windows(model, windows, run['style'], rows_per_pass, autocast,
+                                bert_future=run['bert_future'] or 'invisible')
+            nll_sum_by_k += nll.double().sum(dim=0).numpy()
+            count_by_k += nll.shape[0]
+            window_nll.append(nll.double().mean(dim=1))
         bar.update(len(windows))
     bar.close()
+    window_nll = torch.cat(window_nll).numpy()
     if ddp:
         gathered = [None] * world_size
-        dist.all_gather_object(gathered, (nll_sum_by_k, count_by_k))
+        dist.all_gather_object(gathered, (nll_sum_by_k, count_by_k, window_nll))
         nll_sum_by_k, count_by_k = sum(g[0] for g in gathered), sum(g[1] for g in gathered)
+        window_nll = np.concatenate([g[2] for g in gathered])
     seconds = time.time() - t0
-    if not np.isfinite(nll_sum_by_k).all():
+    if not (np.isfinite(nll_sum_by_k).all() and np.isfinite(window_nll).all()):
         raise UsageError(f"{run['path']} gives non-finite NLLs: the checkpoint's weights are broken (NaN/inf)")
-    run.update(**scores(nll_sum_by_k, count_by_k), seconds=seconds)
-    run['tokens_per_sec'] = run['targets'] / max(seconds, 1e-9)
+    if run['reading'] == 'any-order bound':
+        run.update(targets=len(window_nll) * (block_size - 1), passes_per_window=min(elbo_passes, block_size - 1))
+    else:
+        run.update(**scores(nll_sum_by_k, count_by_k))
+    if reading == 'elbo':  # per-window nats per token -> mean, standard error across windows, ppl
+        run.update(**bound_summary(window_nll))
+    run.update(seconds=seconds, tokens_per_sec=run['targets'] / max(seconds, 1e-9))
     del model
 if baselines is not None:  # scored like a checkpoint, on the same windows, so they sit in the same table and plot
     floor_sums = {'unigram': np.zeros(block_size - 1), 'bigram': np.zeros(block_size - 1)}
+    floor_windows = {'unigram': [], 'bigram': []}
     for first in range(0, len(starts), 4096):
         for name, nll in baselines.nll(gather_windows(tokens, starts[first:first + 4096], block_size, bos)).items():
             floor_sums[name] += nll.sum(axis=0)
+            floor_windows[name].append(nll.mean(axis=1))
     for name, nll_sum_by_k in floor_sums.items():
         runs.append(dict(path=f"{name} counted on {baseline_from}/train.bin", name=f"({name})", objective=name,
                          style='counts', bert_future=None, tokens_per_sec=0,
+                         reading='left-to-right' if reading == 'elbo' else 'prefix',
                          **scores(nll_sum_by_k, np.full(block_size - 1, len(starts)))))
+        if reading == 'elbo':
+            runs[-1].update(**bound_summary(np.concatenate(floor_windows[name])))
 
 # -----------------------------------------------------------------------------
 # report: table, Fig. 3 plot + CSV, JSON summary (rank 0 only)
-if master:
+if master and reading == 'elbo':  # one number per checkpoint: nats per token, its standard error, ppl
+    name_width = max(len('checkpoint'), *(len(run['name']) for run in runs)) + 2
+    objective_width = max(len('objective'), *(len(run['objective']) for run in runs)) + 2
+    print(f"{'checkpoint':<{name_width}}{'objective':<{objective_width}}{'reading':<17}{'nats/tok':>10}{'+- se':>9}{'ppl':>10}"
+          f"{'tok/s':>10}")
+    for run in runs:
+        print(f"{run['name']:<{name_width}}{run['objective']:<{objective_width}}{run['reading']:<17}{run['nll']:>10.4f}"
+              f"{run['se']:>9.4f}{run['ppl']:>10.3f}{run['tokens_per_sec']:>10.0f}")
+    os.makedirs(out_dir, exist_ok=True)
+    summary = dict(data=data_dir, split=split, reading=reading, block_size=block_size, windows=len(starts),
+                   targets=n_targets, elbo_passes=elbo_passes, seed=seed, tokenizer=tokenizer,
+                   baseline_dataset=baseline_from, device=device, dtype=dtype, world_size=world_size, checkpoints=runs)
+    atomic_write(os.path.join(out_dir, 'summary.json'), json.dumps(summary, indent=1))
+    print(f"any-order bound: {min(elbo_passes, block_size - 1)} forward passes per window, stratified over the "
+          f"masked count m; se across {len(starts)} windows. wrote {os.path.join(out_dir, 'summary.json')}")
+elif master:
     columns = [bucket_name(b) for b in runs[0]['buckets']]
     width = max(12, *(len(c) + 2 for c in columns))
     name_width = max(len('checkpoint'), *(len(run['name']) for run in runs)) + 2

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import make_checkpoint, one_error_line, random_tokens, run_script, write_corpus
+from conftest import (make_checkpoint, one_error_line, random_tokens, run_in_process, run_script, script_error,
+                      write_corpus)
 from checkpoint import save_checkpoint
 from evals.ppl import (bucket_table, gather_windows, score_windows, window_starts)
 from objectives import Objective
@@ -320,3 +321,54 @@ def test_baselines_sit_in_the_table_and_tokenizers_do_not_mix(tmp_path, tiny_cor
                    "holds 'gpt2' tokens but the model reads 'bytes' tokens")
     one_error_line(run_script('eval_ppl.py', f'--ckpt={byte_path}', f'--ckpt={ar_path}', f'--dataset={tiny_corpus}'),
                    'read different tokens', "in a run of its own")
+
+# -----------------------------------------------------------------------------
+# --reading=elbo: the any-order bound of masked checkpoints beside the exact left-to-right NLL of the others
+
+
+def test_elbo_reading_covers_every_masked_kind(tmp_path, tiny_corpus, monkeypatch):
+    """One- and two-stream mlm / vm, and a masked objective the script has never heard of (the bound asks only
+    whether an objective is masked and how many streams it has): each gets the stratified bound of
+    evals/any_order.py on the same windows, ar and dar their exact left-to-right NLL, all with standard errors."""
+    import objectives
+    from evals.any_order import score_bound
+    monkeypatch.setitem(objectives.KINDS, 'another_masked', objectives.KINDS['vm'])
+    monkeypatch.setitem(objectives.DEFAULT_RATIOS, 'another_masked', (0.1, 0.9))
+    kinds = [('mlm', False), ('mlm', True), ('vm', False), ('vm', True), ('another_masked', True), ('ar', None),
+             ('dar', None)]
+    paths, models = [], {}
+    for i, (objective, two_stream) in enumerate(kinds):
+        path, model = make_checkpoint(tmp_path / f'{i}.pt', objective, seed=i, n_embd=16, n_layer=1, block_size=17,
+                                      train_config=dict(two_stream=two_stream))
+        paths.append(path)
+        models[path] = model.eval()
+    out = tmp_path / 'out'
+    script = run_in_process('eval_ppl.py', *[f'--ckpt={p}' for p in paths], f'--dataset={tiny_corpus}',
+                            '--reading=elbo', '--max_tokens=160', f'--baseline_dataset={tiny_corpus}',
+                            '--progress=False', f'--out_dir={out}')
+    summary = json.loads((out / 'summary.json').read_text())
+    assert summary['reading'] == 'elbo' and summary['windows'] == 10
+    runs = summary['checkpoints']
+    assert [run['reading'] for run in runs] == ['any-order bound'] * 5 + ['left-to-right'] * 4
+    assert [run['name'] for run in runs[-2:]] == ['(unigram)', '(bigram)']
+    tokens = np.fromfile(os.path.join(tiny_corpus, 'val.bin'), dtype=np.uint16)
+    windows = gather_windows(tokens, window_starts(len(tokens), 17, 160), 17, BOS)
+    for run, (objective, two_stream) in zip(runs, kinds):
+        model = models[run['path']]
+        if run['reading'] == 'any-order bound':  # the same masks (seed 1337) for every checkpoint
+            per_window = score_bound(model, windows, bool(two_stream), generator=torch.Generator().manual_seed(1337)) / 16
+            assert run['passes_per_window'] == 16
+        else:
+            per_window = score_windows(model, windows, 'causal' if objective == 'ar' else 'groups').double().mean(1)
+        assert run['nll'] == pytest.approx(float(per_window.mean()), rel=1e-5)
+        assert run['se'] == pytest.approx(float(per_window.std() / 10 ** 0.5), rel=1e-4)
+        assert run['ppl'] == pytest.approx(math.exp(run['nll']), rel=1e-9) and run['windows'] == 10
+    for run in runs[-2:]:
+        assert run['se'] > 0 and run['nll'] == pytest.approx(math.log(run['ppl']))
+    assert 'any-order bound' in script['runs'][0]['reading']
+
+
+def test_elbo_reading_rejects_an_unknown_reading(tmp_path, tiny_corpus):
+    ckpt, _ = make_checkpoint(tmp_path / 'mlm.pt', 'mlm')
+    assert "reading must be 'prefix'" in script_error('eval_ppl.py', f'--ckpt={ckpt}', f'--dataset={tiny_corpus}',
+                                                      '--reading=bound')

@@ -1,10 +1,15 @@
 """sample.py: every objective's next-token distribution is the one eval_ppl.py scores, long contexts keep the last
-tokens that fit, and a seeded run is reproducible, for BPE and byte-level checkpoints."""
+tokens that fit, and a seeded run is reproducible, for BPE and byte-level checkpoints. Masked checkpoints unmask a
+canvas: every position once, the prompt never, one token at a time in random order exactly the any-order model."""
+import itertools
+
 import pytest
 import torch
 
 from conftest import make_checkpoint, run_in_process, script_error
 from checkpoint import load_checkpoint
+from evals.any_order import nll_from_log_probs, unmask
+from test_any_order import all_sequences, linear_conditionals
 from evals.ppl import score_windows
 
 pytestmark = pytest.mark.usefixtures('one_thread')  # tiny ops (conftest.one_thread)
@@ -63,3 +68,118 @@ def test_bad_input_is_one_line(tmp_path):
     assert "'temperature' must lie in (0, inf)" in script_error('sample.py', f'--ckpt={path}', '--temperature=0.0')
     assert 'bert_future' in script_error('sample.py', f'--ckpt={path}', '--bert_future=later')
     assert 'does not exist' in script_error('sample.py', f'--ckpt={tmp_path / "missing.pt"}')
+
+# -----------------------------------------------------------------------------
+# unmasking (evals/any_order.unmask): on conditionals with known values, then the script on masked checkpoints
+
+
+def test_unmasking_fills_each_masked_position_once_and_never_the_prompt():
+    V, S = 5, 12
+    log_probs = linear_conditionals(V, S, seed=0)
+    canvas = torch.zeros(6, S, dtype=torch.long)
+    canvas[:, 0], canvas[:, 1:4] = V, torch.tensor([1, 4, 2])  # BOS, then a prompt of 3 tokens
+    masked = torch.zeros(6, S, dtype=torch.bool)
+    masked[:, 4:] = True
+    for k, order in ((1, 'random'), (3, 'random'), (3, 'confident'), (8, 'random'), (100, 'confident')):
+        steps = []
+
+        def record(step, filled, still_masked):
+            steps.append((step, filled.clone(), still_masked.clone()))
+        out = unmask(log_probs, canvas, masked, k, order, torch.Generator().manual_seed(k), on_step=record)
+        assert len(steps) == -(-8 // k) and [s[0] for s in steps] == list(range(1, len(steps) + 1))
+        assert torch.equal(out[:, :4], canvas[:, :4]) and torch.equal(out, steps[-1][1]) and not steps[-1][2].any()
+        before_canvas, before_masked = canvas, masked
+        for _, filled, still_masked in steps:
+            newly = before_masked & ~still_masked
+            assert not (still_masked & ~before_masked).any()  # a filled position is never masked again
+            assert torch.equal(newly.sum(1), torch.clamp(before_masked.sum(1), max=k))
+            assert torch.equal(filled[~before_masked], before_canvas[~before_masked])  # filled tokens stay
+            before_canvas, before_masked = filled, still_masked
+        assert ((out[:, 4:] >= 0) & (out[:, 4:] < V)).all()
+
+
+def test_confident_order_fills_the_surest_positions_first():
+    """A stub sure of positions 6 and 2 (one token with almost all the mass), unsure of the rest: the first step of
+    two picks exactly those, and with fewer masked, again the surest left."""
+    V, S = 4, 8
+    sureness = torch.tensor([0, 1, 9, 3, 2, 4, 10, 5], dtype=torch.float64)  # peak logit by position
+
+    def log_probs(x, masked):
+        logits = torch.zeros(*x.shape, V, dtype=torch.float64)
+        logits[..., 1] = sureness
+        return torch.log_softmax(logits, dim=-1)
+    canvas = torch.zeros(3, S, dtype=torch.long)
+    masked = torch.ones(3, S, dtype=torch.bool)
+    masked[:, 0] = False
+    picked = []
+    unmask(log_probs, canvas, masked, 2, 'confident', torch.Generator().manual_seed(0),
+           on_step=lambda step, filled, still: picked.append(set((~still[0]).nonzero().view(-1).tolist())))
+    assert picked[0] == {0, 6, 2} and picked[1] == {0, 6, 2, 7, 5} and picked[2] == {0, 6, 2, 7, 5, 3, 4}
+    assert picked[3] == set(range(S))
+
+
+def test_one_token_at_a_time_in_random_order_samples_the_any_order_model():
+    """k = 1, random order, temperature 1: the frequencies of 20,000 samples match the mixture over orders
+    (1/L!) sum_sigma prod_k q(x_sigma(k) | x_sigma(<k)) by a chi-square test, and not the left-to-right model alone."""
+    V, L, n = 2, 3, 20000
+    log_probs = linear_conditionals(V, L + 1, seed=3, scale=1.5)
+    space = all_sequences(V, L)
+    x = torch.cat([torch.full((len(space), 1), V), space], dim=1)
+    masked_nll = nll_from_log_probs(log_probs)
+
+    def chain(order):  # q_sigma(x) for every x of the space
+        total = torch.zeros(len(space), dtype=torch.float64)
+        for k in range(L):
+            masked = torch.zeros_like(x, dtype=torch.bool)
+            masked[:, list(order[k:])] = True
+            total += masked_nll(x, masked)[:, order[k]]
+        return torch.exp(-total)
+    orders = list(itertools.permutations(range(1, L + 1)))
+    mixture = sum(chain(order) for order in orders) / len(orders)
+    left_to_right = chain(tuple(range(1, L + 1)))
+    assert float(mixture.sum()) == pytest.approx(1.0) and (mixture - left_to_right).abs().max() > 0.02
+    canvas = torch.zeros(n, L + 1, dtype=torch.long)
+    canvas[:, 0] = V
+    masked = torch.ones_like(canvas, dtype=torch.bool)
+    masked[:, 0] = False
+    samples = unmask(log_probs, canvas, masked, 1, 'random', torch.Generator().manual_seed(0))
+    codes = (samples[:, 1:] * V ** torch.arange(L - 1, -1, -1)).sum(dim=1)  # row index in all_sequences
+    observed = torch.bincount(codes, minlength=len(space)).double()
+
+    def chi_square(p):
+        return float(((observed - n * p) ** 2 / (n * p)).sum())
+    assert chi_square(mixture) < 24.3  # 7 degrees of freedom: p = 0.001
+    assert chi_square(left_to_right) > 100
+
+
+@pytest.mark.parametrize('objective,two_stream', [('mlm', None), ('vm', True)])
+def test_sample_py_unmasks_masked_checkpoints(tmp_path, capsys, objective, two_stream):
+    path = byte_checkpoint(tmp_path, objective, two_stream)
+    script = run_in_process('sample.py', f'--ckpt={path}', '--prompt=To be', '--max_new_tokens=8', '--num_samples=2',
+                            '--show_steps=2', '--seed=3', '--order=random')
+    out = capsys.readouterr().out
+    assert script['order'] == 'random'
+    steps = [line for line in out.splitlines() if line.startswith('step')]
+    assert len(steps) == 2 * 4  # 8 positions, one a step, shown every 2 steps, 2 samples
+    first = steps[0].split(' | ')[-1]
+    assert first.startswith('To be') and first.count('_') == 6 and steps[-1].split(' | ')[-1].count('_') == 0
+    samples = out.split('---------- sample ')[1:]
+    assert len(samples) == 2 and all(sample.split('\n', 1)[1].startswith('To be') for sample in samples)
+    # confident, every position in one step; seeded runs repeat
+    for _ in range(2):
+        run_in_process('sample.py', f'--ckpt={path}', '--max_new_tokens=40', '--tokens_per_step=100',
+                       '--order=confident', '--show_steps=1')
+        outputs = capsys.readouterr().out
+        assert outputs.count('step') == 1 and '_' not in outputs.split('---------- sample 1')[0].split(' | ')[-1]
+    # the canvas is the model's window: 16 positions at block_size 17, prompt included
+    script = run_in_process('sample.py', f'--ckpt={path}', '--prompt=To be', '--max_new_tokens=100')
+    assert script['order'] == 'random'  # the default for masked checkpoints
+    text = capsys.readouterr().out.split('---------- sample 1\n')[1]
+    assert text.startswith('To be') and len(text.rstrip('\n')) <= 16  # a byte decodes to at most one character
+
+
+def test_unmasking_needs_a_masked_checkpoint(tmp_path):
+    path = byte_checkpoint(tmp_path, 'ar', None)
+    assert 'needs a masked checkpoint' in script_error('sample.py', f'--ckpt={path}', '--order=random')
+    assert "order must be" in script_error('sample.py', f'--ckpt={path}', '--order=sideways')
+    assert script_error('sample.py', f'--ckpt={path}', '--tokens_per_step=0')

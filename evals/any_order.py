@@ -1,0 +1,176 @@
+"""
+The any-order model behind a masked checkpoint: its likelihood bound (eval_ppl.py --reading=elbo) and its
+unmasking sampler (sample.py).
+
+A masked model gives q(x_i | x_V) for every masked position i and visible set V. Each order sigma of positions
+1..L then defines a proper model q_sigma(x) = prod_k q(x_sigma(k) | x_sigma(<k)), and so does their mixture over
+uniform sigma. By Jensen, -log mixture(x) <= the order average of -log q_sigma(x), which therefore bounds the
+mixture's NLL from above and is comparable with ar's exact left-to-right NLL. Grouping the order average by how many
+positions are still hidden (MDLM, Sahoo et al. 2024, Eq. 10 in discrete time):
+    bound(x) = sum_k E_sigma[-log q(x_sigma(k) | x_sigma(<k))] = L * E_m E_{M : |M| = m} [mean_{i in M} -log q(x_i | x_{not M})]
+with m uniform on 1..L and the masked set M uniform given m. Position 0 (BOS) is always visible and never masked.
+
+The maths takes a callable, so the tests check it on exact conditionals without a Transformer:
+  masked_nll(x, masked) -> (B, S) -log q(x_i | x_{not masked}) at masked positions (anything elsewhere)
+  log_probs(x, masked)  -> (B, S, V) log q(. | x_{not masked}) at masked positions (anything elsewhere)
+model_masked_nll / model_log_probs adapt a checkpoint: one-stream BERT reads [MASK] inputs at masked positions;
+two-stream reads the visible tokens as content (group 0) and predicts masked positions with query rows (group 1).
+"""
+import math
+from contextlib import nullcontext
+
+import torch
+import torch.nn.functional as F
+
+from objectives import bert_batch, to_device, two_stream_batch
+
+DEFAULT_PASSES = 16  # forward passes per window for the bound: one per stratum of m
+WIDTH_STEP = 32      # batch widths rounded up to a multiple of this: few distinct shapes, so few flex recompiles
+
+# -----------------------------------------------------------------------------
+# a masked checkpoint as the any-order model's conditionals
+
+def round_width(n, most):
+    return min(most, -(-n // WIDTH_STEP) * WIDTH_STEP)
+
+def masked_batch(x, masked, two_stream):
+    """x (B, S) token ids, BOS in column 0; masked (B, S) bool, column 0 False, at least one True per row.
+    One-stream (BERT): every position is an input, masked ones the [MASK] vector; one target row per masked position.
+    Two-stream: content = BOS + visible tokens (group 0); one query row (group 1) per masked position, which sees
+    group 0 only. All masked (m = L) leaves BOS alone as content: every row still sees something."""
+    B, S = x.shape
+    n_masked = int(masked.sum(dim=1).max())
+    if two_stream:
+        content_width = round_width(S - int(masked.sum(dim=1).min()), S)
+        return two_stream_batch(x, masked[:, 1:].long(), content_all=False,
+                                widths=(content_width, round_width(n_masked, S - 1)))
+    return bert_batch(x, masked[:, 1:], None, width=round_width(n_masked, S - 1))
+
+def masked_logits(model, x, masked, two_stream, autocast=None):
+    """-> logits (B, P, V) float32, their positions (B, P) and valid (B, P): one row per masked position."""
+    device = next(model.parameters()).device
+    batch = masked_batch(x, masked, two_stream)
+    positions = batch['query_pos'] if two_stream else batch['pred_index']
+    batch['targets'] = None  # logits only
+    with autocast or nullcontext():
+        logits, _ = model(**to_device(batch, device))
+    return logits.float().cpu(), positions.cpu(), batch['valid'].cpu()
+
+def model_masked_nll(model, two_stream, autocast=None):
+    """The checkpoint as a masked_nll callable: (B, S) NLLs, 0 at unmasked positions."""
+    @torch.no_grad()
+    def masked_nll(x, masked):
+        logits, positions, valid = masked_logits(model, x, masked, two_stream, autocast)
+        targets = torch.gather(x, 1, positions)
+        nll = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction='none').view(targets.shape)
+        out = torch.zeros(x.shape, dtype=torch.float32)
+        return out.scatter_add_(1, positions, nll * valid)  # padded rows add 0 at position 0
+    return masked_nll
+
+def model_log_probs(model, two_stream, autocast=None):
+    """The checkpoint as a log_probs callable: (B, S, V) log-probabilities, 0 at unmasked positions."""
+    @torch.no_grad()
+    def log_probs(x, masked):
+        logits, positions, valid = masked_logits(model, x, masked, two_stream, autocast)
+        rows = torch.log_softmax(logits, dim=-1) * valid[..., None]
+        out = torch.zeros(*x.shape, rows.shape[-1])
+        return out.scatter_add_(1, positions[..., None].expand_as(rows), rows)
+    return log_probs
+
+def nll_from_log_probs(log_probs):
+    """A log_probs callable as a masked_nll callable (the tests' exact conditionals are log_probs)."""
+    def masked_nll(x, masked):
+        targets = x.masked_fill(~masked, 0)  # unmasked ids (BOS) may lie outside the conditionals' vocabulary
+        return -torch.gather(log_probs(x, masked), 2, targets[..., None])[..., 0] * masked
+    return masked_nll
+
+# -----------------------------------------------------------------------------
+# the bound, stratified over the number of masked positions m
+
+def strata(L, passes=DEFAULT_PASSES):
+    """min(passes, L) contiguous, near-equal ranges (first, last) of m that partition 1..L."""
+    n = min(passes, L)
+    edges = [j * L // n for j in range(n + 1)]
+    return [(edges[j] + 1, edges[j + 1]) for j in range(n)]
+
+def uniform_masks(counts, L, generator):
+    """(B, 1 + L) bool: per row, a uniform random set of counts[b] positions of 1..L (column 0, BOS, never)."""
+    keys = torch.rand(len(counts), L, generator=generator)
+    ranks = keys.argsort(dim=1).argsort(dim=1)  # a uniform random permutation's ranks
+    masked = ranks < counts[:, None]
+    return torch.cat([torch.zeros(len(counts), 1, dtype=torch.bool), masked], dim=1)
+
+def stratified_bound(masked_nll, x, passes=DEFAULT_PASSES, generator=None):
+    """Unbiased estimate of bound(x) in nats per window, (B,) float64, from min(passes, L) calls of masked_nll.
+    Pass j draws m_j uniformly in stratum j of 1..L (strata), then M_j uniform given m_j; the mean NLL over M_j
+    estimates E[mean NLL | m in stratum j] without bias, and stratum j holds n_j of the L values of m, so
+        bound(x) = L * E_m[...] = sum_j n_j E[mean NLL | stratum j]  ~  sum_j n_j mean_{i in M_j} NLL_i.
+    Each window's own mean over its own masked set: a per-sequence mean, as in MDLM's loss; pooling the tokens of
+    all passes (a token-weighted mean) would weight large m more and is biased."""
+    B, S = x.shape
+    L = S - 1
+    bound = torch.zeros(B, dtype=torch.float64)
+    for first, last in strata(L, passes):
+        counts = torch.randint(first, last + 1, (B,), generator=generator)
+        masked = uniform_masks(counts, L, generator)
+        nll = masked_nll(x, masked).double() * masked
+        bound += (last - first + 1) * nll.sum(dim=1) / counts
+    return bound
+
+@torch.no_grad()
+def score_bound(model, windows, two_stream, passes=DEFAULT_PASSES, generator=None, rows_per_pass=1024,
+                autocast=None):
+    """(B,) bound estimates in nats per window for a masked checkpoint; windows per call bounded by rows_per_pass
+    target rows (a pass predicts up to L rows per window)."""
+    masked_nll = model_masked_nll(model, two_stream, autocast)
+    L = windows.shape[1] - 1
+    return torch.cat([stratified_bound(masked_nll, chunk, passes, generator)
+                      for chunk in windows.split(max(1, rows_per_pass // L))])
+
+def bound_summary(nats_per_token):
+    """Per-window estimates in nats per token -> their mean, its standard error across windows, and perplexity."""
+    values = torch.as_tensor(nats_per_token, dtype=torch.float64)
+    n = len(values)
+    mean = float(values.mean())
+    se = float(values.std(unbiased=True) / n ** 0.5) if n > 1 else float('nan')
+    return dict(nll=mean, se=se, ppl=math.exp(mean), windows=n)
+
+# -----------------------------------------------------------------------------
+# sampling by unmasking
+
+def unmask(log_probs, canvas, masked, tokens_per_step=1, order='random', generator=None, temperature=1.0,
+           top_k=0, allowed=None, on_step=None):
+    """Fill the masked positions of canvas (B, S), k = tokens_per_step at a time, each sampled from the model's
+    conditional given the positions filled so far; unmasked positions (BOS, the prompt) never change.
+    order 'random': the k positions uniformly among the masked ones; with k = 1 and temperature 1 this draws
+    sigma uniformly and x from q_sigma, i.e. exactly from the any-order mixture whose NLL the bound bounds.
+    order 'confident': the k masked positions where the model is surest (largest top probability) first, after
+    MaskGIT (Chang et al. 2022), which unmasks the most confident predictions of each step.
+    allowed: (V,) bool, the token ids that may be drawn. on_step(step, canvas, masked) after every step.
+    Returns the filled canvas."""
+    canvas, masked = canvas.clone(), masked.clone()
+    B, S = canvas.shape
+    step = 0
+    while masked.any():
+        logits = log_probs(canvas, masked).float() / temperature
+        if allowed is not None:
+            logits = logits.masked_fill(~allowed, -float('inf'))
+        if top_k:
+            kth = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1).values[..., -1:]
+            logits = logits.masked_fill(logits < kth, -float('inf'))
+        probs = torch.softmax(logits, dim=-1)
+        draws = torch.multinomial(probs.flatten(0, 1), 1, generator=generator).view(B, S)
+        if order == 'confident':
+            score = probs.max(dim=-1).values
+        else:
+            score = torch.rand(B, S, generator=generator)
+        score = score.masked_fill(~masked, -float('inf'))  # only masked positions are candidates
+        n_left = masked.sum(dim=1)
+        picked_rank = score.argsort(dim=1, descending=True).argsort(dim=1)
+        chosen = masked & (picked_rank < torch.clamp(n_left, max=tokens_per_step)[:, None])
+        canvas = torch.where(chosen, draws, canvas)
+        masked &= ~chosen
+        step += 1
+        if on_step is not None:
+            on_step(step, canvas, masked)
+    return canvas
