@@ -202,7 +202,7 @@ def text_windows(data_dir, block_size, num_samples, tokenizer='gpt2'):
 
 def load_text_model(ckpt_path, device):
     """-> (model, pretraining objectives.Objective): its .attention decides how the checkpoint is read."""
-    from model import load_checkpoint
+    from checkpoint import load_checkpoint
     from objectives import Objective
     model, ckpt = load_checkpoint(ckpt_path, device)
     if model.config.input_kind != 'tokens':

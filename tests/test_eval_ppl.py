@@ -1,5 +1,6 @@
 """eval_ppl.py and evals/ppl.py: next-token NLL from a prefix only (Eq. 2), by conditioning length (Fig. 3)."""
 import csv
+import dataclasses
 import json
 import math
 import os
@@ -332,8 +333,8 @@ def test_elbo_reading_covers_every_masked_kind(tmp_path, tiny_corpus, monkeypatc
     evals/any_order.py on the same windows, ar and dar their exact left-to-right NLL, all with standard errors."""
     import objectives
     from evals.any_order import score_bound
-    monkeypatch.setitem(objectives.KINDS, 'another_masked', objectives.KINDS['vm'])
-    monkeypatch.setitem(objectives.DEFAULT_RATIOS, 'another_masked', (0.1, 0.9))
+    another = dataclasses.replace(objectives.KINDS['vm'], defaults=dict(mask_ratio=(0.1, 0.9), random_order=True))
+    monkeypatch.setitem(objectives.KINDS, 'another_masked', another)
     kinds = [('mlm', False), ('mlm', True), ('vm', False), ('vm', True), ('another_masked', True), ('ar', None),
              ('dar', None)]
     paths, models = [], {}

@@ -213,7 +213,8 @@ def test_top_pairs_exact_and_planted_clusters():
 def test_checkpoint_commands(tmp_path, capsys):
     torch = pytest.importorskip('torch')
     from dataclasses import asdict
-    from model import ModelConfig, Transformer, save_checkpoint
+    from checkpoint import save_checkpoint
+    from model import ModelConfig, Transformer
     torch.manual_seed(0)
     config = ModelConfig(block_size=9, n_layer=2, n_head=2, n_embd=16)
     model = Transformer(config).eval()
@@ -285,7 +286,7 @@ def windows_differing_last(seed=0, n=6, length=33):
 def test_features_follow_pretraining_attention(tmp_path):
     torch = pytest.importorskip('torch')
     from conftest import make_checkpoint
-    from model import load_checkpoint
+    from checkpoint import load_checkpoint
     windows, changed = windows_differing_last()
     for objective, attention in (('ar', 'causal'), ('mlm', 'bidirectional')):
         model, _ = load_checkpoint(make_checkpoint(tmp_path / f'{objective}.pt', objective=objective)[0])
@@ -314,7 +315,7 @@ def test_features_follow_pretraining_attention(tmp_path):
 def test_effective_rank_features_of_ar_do_not_see_later_tokens(tmp_path):
     torch = pytest.importorskip('torch')
     from conftest import make_checkpoint
-    from model import load_checkpoint
+    from checkpoint import load_checkpoint
     model, _ = load_checkpoint(make_checkpoint(tmp_path / 'ar.pt', objective='ar')[0])
     windows, changed = windows_differing_last(seed=1)
     masked = torch.zeros(windows.shape, dtype=torch.bool)
