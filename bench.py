@@ -33,10 +33,10 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from checkpoint import atomic_write
-from devices import peak_flops, pick_compile, setup_processes
+from devices import peak_flops, pick_compile, setup_processes, step_flops
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, model_vocab_size
-from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask, open_pairs
+from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask
 from objectives import Objective, to_device
 
 # -----------------------------------------------------------------------------
@@ -143,15 +143,6 @@ def fixed_batch(variant, S, B):
     x = torch.randint(0, bos, (B, S), generator=generator)
     x[:, 0] = bos
     return objective.batch(x, generator, bos)
-
-def step_flops(model, batch):
-    """Forward+backward FLOPs of the batch, attention counted by the mask's open pairs, not as dense (nanoGPT's MFU counts a causal mask as dense).
-    Transformer.flops is linear in its arguments, so batch totals go in directly."""
-    content_groups, query_groups = batch['content_groups'], batch['query_groups']
-    B = content_groups.shape[0]
-    n_query = 0 if query_groups is None else query_groups.shape[1]
-    pairs = float(open_pairs(content_groups, query_groups).sum())
-    return model.flops(B * content_groups.shape[1], B * n_query, B * batch['valid'].shape[1], pairs)
 
 def make_step(model, batch, mode):
     if mode == 'forward':

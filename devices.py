@@ -13,6 +13,7 @@ import torch
 import torch.distributed as dist
 
 from configurator import UsageError
+from model import row_limits
 
 # -----------------------------------------------------------------------------
 # processes, device, dtype
@@ -106,7 +107,31 @@ def step_memory(model, batch, training=True):
     return weights + activations + (B * rows * n_content if dense else 0) + logits
 
 # -----------------------------------------------------------------------------
-# accelerator peaks, for MFU
+# work and peaks, for MFU: attention counted by the mask's open pairs, not as dense (nanoGPT counts a causal mask
+# as dense, which overstates the work of ar by ~2x at long sequences and says nothing of two-stream masks)
+
+def open_pairs(content_groups, query_groups=None):
+    """Number of (row, key) pairs the mask opens, per sequence: the attention work a mask-aware kernel does."""
+    limits = row_limits(content_groups, query_groups)
+    keys = content_groups.sort(dim=1).values.contiguous()
+    return torch.searchsorted(keys, limits.contiguous(), right=True).sum(dim=1)
+
+
+def step_flops(model, batch):
+    """Forward+backward FLOPs of a batch: 2 per weight and row (query rows have no keys or values), 4 d per open
+    attention pair and layer, the head on target rows; backward twice forward."""
+    content_groups, query_groups = batch['content_groups'], batch['query_groups']
+    B, n_content = content_groups.shape
+    n_query = 0 if query_groups is None else query_groups.shape[1]
+    d, layers, block = model.config.n_embd, model.config.n_layer, model.blocks[0]
+    mlp = sum(p.numel() for n, p in block.mlp.named_parameters() if n.endswith('weight'))
+    content_row = block.attn.c_attn.weight.numel() + block.attn.c_proj.weight.numel() + mlp
+    query_row = content_row - 2 * d * d
+    head = d * (model.config.vocab_size if model.config.input_kind == 'tokens' else model.config.patch_dim)
+    pairs = float(open_pairs(content_groups, query_groups).sum())
+    forward = 2 * layers * B * (n_content * content_row + n_query * query_row) + 4 * layers * d * pairs \
+        + 2 * B * batch['valid'].shape[1] * head
+    return 3 * forward
 
 # dense tensor-core peaks in TFLOP/s, most specific name first (fp32 runs use TF32, which setup_processes turns on)
 PEAK_TFLOPS = {'bfloat16': [('H100 PCIe', 756), ('H100', 989), ('H200', 989), ('A100', 312)],

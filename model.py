@@ -105,12 +105,6 @@ def dense_mask(content_groups, query_groups=None):
     limits = row_limits(content_groups, query_groups)
     return (content_groups[:, None, :] <= limits[:, :, None])[:, None]
 
-def open_pairs(content_groups, query_groups=None):
-    """Number of (row, key) pairs the mask opens, per sequence: the attention work a mask-aware kernel does."""
-    limits = row_limits(content_groups, query_groups)
-    keys = content_groups.sort(dim=1).values.contiguous()
-    return torch.searchsorted(keys, limits.contiguous(), right=True).sum(dim=1)
-
 _flex_compiled = None
 
 @torch.compiler.disable  # built outside the compiled model, once per batch; compiled itself on CUDA
@@ -332,17 +326,3 @@ class Transformer(nn.Module):
         if content_groups is None:
             content_groups = torch.zeros(B, S, dtype=torch.long, device=content.device)
         return self.trunk(content, content_pos, content_groups, content_masked=content_masked, all_layers=all_layers)
-
-    # ---- cost accounting
-
-    def flops(self, n_content, n_query, n_pred, attn_pairs):
-        """Forward+backward FLOPs of one sequence, counting attention by the mask's open pairs, not as dense."""
-        d, L = self.config.n_embd, self.config.n_layer
-        block = self.blocks[0]
-        mlp = sum(p.numel() for n, p in block.mlp.named_parameters() if n.endswith('weight'))
-        content_row = block.attn.c_attn.weight.numel() + block.attn.c_proj.weight.numel() + mlp
-        query_row = content_row - 2 * d * d  # no keys or values for query rows
-        head = self.config.vocab_size * d if self.config.input_kind == 'tokens' else self.config.patch_dim * d
-        forward = 2 * L * (n_content * content_row + n_query * query_row) + 4 * L * d * attn_pairs + 2 * n_pred * head
-        return 3 * forward
-

@@ -25,10 +25,10 @@ from tqdm import tqdm
 
 from checkpoint import model_config_from, read_checkpoint, save_checkpoint
 from configurator import UsageError, check_ranges, configure, one_line_errors
-from devices import (check_memory, peak_flops, pick_attn_backend, pick_compile, setup_processes, step_memory,
-                     stop_on_signals)
+from devices import (check_memory, peak_flops, pick_attn_backend, pick_compile, setup_processes, step_flops,
+                     step_memory, stop_on_signals)
 from evals.plot import line_plot
-from model import ModelConfig, Transformer, open_pairs, patchify
+from model import ModelConfig, Transformer, patchify
 from objectives import Objective, to_device
 
 # -----------------------------------------------------------------------------
@@ -242,14 +242,6 @@ def estimate_loss():
     model.train()
     return {split: float(v) for split, v in out.items()}
 
-def batch_flops(batch):
-    """Per micro-batch FLOPs with attention counted by the mask's open pairs, not as dense."""
-    content_groups, query_groups = batch['content_groups'], batch['query_groups']
-    pairs = float(open_pairs(content_groups, query_groups).float().mean())
-    n_query = 0 if query_groups is None else query_groups.shape[1]
-    per_seq = raw_model.flops(content_groups.shape[1], n_query, batch['valid'].shape[1], pairs)
-    return per_seq * content_groups.shape[0]
-
 # -----------------------------------------------------------------------------
 # checkpoints and preemption
 stop_signal = stop_on_signals()  # TERM / USR1 / INT: save and stop after this step; a second one exits at once
@@ -306,7 +298,7 @@ while iter_num < max_iters:
         (loss / accum).backward()
         train_loss_sum += loss.detach()
         train_loss_count += 1
-        flops += batch_flops(batch) if peak else 0.0
+        flops += step_flops(raw_model, batch) if peak else 0.0
     if grad_clip:
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.step()
