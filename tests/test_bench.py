@@ -126,6 +126,7 @@ def test_gpt2_config_serves_bench_and_train(tiny_corpus, tmp_path):
     assert '123.59M parameters' in proc.stdout
 
 
+@pytest.mark.long
 @needs_compiler
 def test_self_check_reports_a_broken_flex_kernel(monkeypatch, capsys):
     """bench.py --check=True, the CPU subset: a flex kernel that attends wrongly is a FAIL line and exit code 1,

@@ -51,6 +51,7 @@ def log(out_dir):
 
 # -----------------------------------------------------------------------------
 
+@pytest.mark.long
 def test_ddp_equals_gradient_accumulation(tmp_path, tiny_corpus):
     """2 gloo processes x 1 micro-step == 1 process x 2 micro-steps: same data, same averaged gradient."""
     common = ['--objective=dar', '--max_iters=3', '--eval_interval=3', '--gradient_accumulation_steps=2']
@@ -140,6 +141,7 @@ REDUCED = {'ar': dict(n_layer=2, block_size=64, batch_size=16, max_iters=250, wa
            'vm': dict(n_layer=1, block_size=16, batch_size=64, max_iters=150, warmup_iters=10)}
 
 
+@pytest.mark.long
 @pytest.mark.parametrize('arm', ['ar', 'vm'])
 def test_demo_configs_learn_shakespeare_bytes(tmp_path, arm):
     """`make demo`'s configs on the real plays: ar's held-out loss ends below the bigram floor (it uses more than
