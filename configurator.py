@@ -88,10 +88,10 @@ def print_help(config):
             comments[key] += ' ' + continued[1]
         else:
             key, section = None, line[2:] if re.match(r"# \w", line) else section
-    keys = [k for k, v in config.items() if not k.startswith('_') and k != 'include' and
+    keys = [k for k, v in config.items() if not k.startswith('_') and
             isinstance(v, (int, float, bool, str, tuple, type(None))) and (k in comments or '__file__' not in config)]
     print((ast.get_docstring(ast.parse(source)) or '').strip() + "\n\nkeys (--key=value, after any config files):")
-    width = max(len(f"--{k}={config[k]!r}") for k in keys)
+    width = max((len(f"--{k}={config[k]!r}") for k in keys), default=0)
     for k in keys:
         if sections.get(k):
             print(f"# {sections[k]}")
