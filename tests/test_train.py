@@ -134,7 +134,7 @@ def test_every_objective_learns_and_writes_its_outputs(tmp_path, tiny_corpus, ob
     assert ckpt['config']['objective'] == objective
 
 
-# the demo's configs at a reduced setting that learns in seconds (the full 400 steps are checked by `make demo`
+# the demo's configs at a reduced setting that learns in seconds (the demo's own run is checked by `make demo`
 # itself): ar gets 2 x 128 on rows of 64 bytes; vm 1 x 128 on rows of 16 bytes, where a masked byte's neighbours
 # are a large share of its row, so the masked model finds them within 150 steps instead of ~400
 REDUCED = {'ar': dict(n_layer=2, block_size=64, batch_size=16, max_iters=250, warmup_iters=20),
