@@ -36,8 +36,10 @@ demo: setup
 		vm=$$?; wait $$ar && [ $$vm = 0 ]  # --overwrite=True: make demo again replaces its own runs
 	$(PYTHON) eval_ppl.py config/eval_ppl_shakespeare_bytes.py --ckpt=out-ar-shakespeare-bytes/ckpt_best.pt \
 		--ckpt=out-vm-shakespeare-bytes/ckpt_best.pt --names=ar --names=vm --max_tokens=4000 --out_dir=out/demo
-	$(PYTHON) sample.py --ckpt=out-ar-shakespeare-bytes/ckpt_best.pt --prompt='ROMEO:' --max_new_tokens=200
-	$(PYTHON) sample.py --ckpt=out-vm-shakespeare-bytes/ckpt_best.pt --prompt='ROMEO:' --max_new_tokens=200
+	OMP_NUM_THREADS=1 $(PYTHON) sample.py --ckpt=out-ar-shakespeare-bytes/ckpt_best.pt --prompt='ROMEO:' \
+		--max_new_tokens=200  # one token at a time through a tiny model: a second thread only waits on the first
+	OMP_NUM_THREADS=1 $(PYTHON) sample.py --ckpt=out-vm-shakespeare-bytes/ckpt_best.pt --prompt='ROMEO:' \
+		--max_new_tokens=200
 	@$(PYTHON) -c "import json, sys; ppl = {run['name']: run['ppl'] for run in \
 		json.load(open('out/demo/summary.json'))['checkpoints']}; ar, floor = ppl['ar'], ppl.get('(bigram)', 0.0); \
 		print('ar: perplexity %.2f on the held-out plays, below the bigram floor %.2f' % (ar, floor)) if ar < floor \
