@@ -2,7 +2,9 @@
 Config the nanoGPT way, but strict: a script's module globals are its defaults; `config/x.py` files and
 `--key=value` overrides replace them in order. Unknown keys and wrong types stop with one line.
     python train.py config/vm_shakespeare.py --batch_size=32 --mask_ratio='(0.15,0.3)'
+    python train.py --help    # every key, its value and the comment beside its default
 """
+import ast
 import os
 import sys
 from ast import literal_eval
@@ -62,11 +64,40 @@ def read_config(path, values=None):
     return values
 
 
+def print_help(config):
+    """The script's docstring, then one line per key: its value and the comment beside its default in the script
+    (`key = value  # why`, continued on comment-only lines below it), under the section comments of the script's
+    default config. A plain dict of defaults (theory.py, the prepare scripts) lists all its keys."""
+    path = config.get('__file__', sys.argv[0])
+    source = open(path).read() if os.path.isfile(path) else ''
+    comments, sections, key, section = {}, {}, None, None
+    for line in source.splitlines():
+        assignment, continued = re.match(r"(\w+) *=[^=].*?(?:  +# (.*))?$", line), re.match(r" +# (.*)", line)
+        if assignment and assignment[1] not in comments:  # the first assignment is the default
+            key, comments[assignment[1]] = assignment[1], assignment[2] or ''
+            sections[key], section = section, None
+        elif key and continued:
+            comments[key] += ' ' + continued[1]
+        else:
+            key, section = None, line[2:] if re.match(r"# \w", line) else section
+    keys = [k for k, v in config.items() if not k.startswith('_') and
+            isinstance(v, (int, float, bool, str, tuple, type(None))) and (k in comments or '__file__' not in config)]
+    print((ast.get_docstring(ast.parse(source)) or '').strip() + "\n\nkeys (--key=value, after any config files):")
+    width = max((len(f"--{k}={config[k]!r}") for k in keys), default=0)
+    for k in keys:
+        if sections.get(k):
+            print(f"# {sections[k]}")
+        print((f"  --{k}={config[k]!r}".ljust(width + 4) + (f"# {comments[k]}" if comments.get(k) else '')).rstrip())
+
+
 def configure(config, argv):
     """Apply config files and --key=value overrides from argv onto the dict `config` (a script's globals).
-    A key whose default is a tuple collects repeated overrides: --ckpt=a.pt --ckpt=b.pt -> ('a.pt', 'b.pt')."""
+    A key whose default is a tuple collects repeated overrides: --ckpt=a.pt --ckpt=b.pt -> ('a.pt', 'b.pt').
+    --help (or -h) anywhere prints the keys with their values after the other arguments, and exits."""
     collected = {}
     for arg in argv:
+        if arg in ('--help', '-h'):
+            continue
         if not arg.startswith('--'):
             if not os.path.isfile(arg):
                 raise UsageError(f"config file {arg} not found: see config/ for the available ones")
@@ -85,6 +116,9 @@ def configure(config, argv):
             if key not in config:
                 raise UsageError(f"unknown config key {key!r} (from {arg}): check the spelling against the script's globals")
             config[key] = _coerce(key, value, config[key])
+    if '--help' in argv or '-h' in argv:
+        print_help(config)
+        sys.exit(0)
 
 
 def one_line_errors(script):

@@ -10,6 +10,7 @@ Every window starts with BOS in column 0: the always-visible conditioning token 
 every row of every attention mask may see (App. B.3, two-stream attention), so no row is empty.
 """
 
+import codecs
 import collections
 import glob
 import gzip
@@ -172,18 +173,41 @@ def expand_inputs(spec):
     return paths
 
 
-def open_text(path):
-    """Open a text file, decompressing .gz or .zst (zstandard is optional: only Pile shards need it)."""
+def open_bytes(path):
+    """Open a file for reading bytes, decompressing .gz or .zst (zstandard is optional: only Pile shards need it)."""
     path = Path(path)
     if path.name.lower().endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8")
+        return gzip.open(path, "rb")
     if path.name.lower().endswith(".zst"):
         try:
             import zstandard
         except ImportError:
             raise ImportError(f"reading {path.name} needs the zstandard package: pip install zstandard") from None
-        return io.TextIOWrapper(zstandard.ZstdDecompressor().stream_reader(open(path, "rb")), encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"))
+    return open(path, "rb")
+
+
+def open_text(path):
+    """Open a UTF-8 text file, decompressing .gz or .zst."""
+    return io.TextIOWrapper(open_bytes(path), encoding="utf-8")
+
+
+def not_utf8(path):
+    """-> the UsageError for a file that is not UTF-8, naming the offset of its first bad byte (after decompression):
+    a text decoder reports offsets within its current chunk only, so the file is decoded again from its start."""
+    decoder, offset = codecs.getincrementaldecoder("utf-8")(), 0
+    with open_bytes(path) as f:
+        for chunk in itertools.chain(iter(lambda: f.read(1 << 20), b""), [b""]):
+            pending = len(decoder.getstate()[0])  # bytes of a character cut by the previous chunk
+            try:
+                decoder.decode(chunk, final=not chunk)  # the last, empty chunk: a character cut by the file's end
+            except UnicodeDecodeError as error:
+                offset += error.start - pending
+                break
+            offset += len(chunk)
+    return UsageError(f"{path} is not UTF-8 text (byte offset {offset:,}): every tokenizer reads text, "
+                      f"--tokenizer=bytes included (it stores the text's UTF-8 bytes); convert the file to UTF-8 "
+                      f"first (e.g. iconv -f latin1 -t utf-8), or leave it out if it is not text")
 
 
 def read_documents(paths, text_field="text"):
@@ -199,21 +223,24 @@ def read_documents(paths, text_field="text"):
         name = path.name.lower()
         if not name.endswith(SUPPORTED):
             raise UsageError(f"{path}: unsupported file type (supported: {', '.join(SUPPORTED)})")
-        with open_text(path) as lines:
-            if name.removesuffix(".gz").removesuffix(".zst").endswith(TEXT_SUFFIXES):
-                yield lines.read()
-                continue
-            for line_number, line in enumerate(lines, 1):
-                if not line.strip():
+        try:
+            with open_text(path) as lines:
+                if name.removesuffix(".gz").removesuffix(".zst").endswith(TEXT_SUFFIXES):
+                    yield lines.read()
                     continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise UsageError(f"{path}:{line_number}: not a JSON line ({error.msg})") from None
-                if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
-                    raise UsageError(f"{path}:{line_number}: no string field '{text_field}' "
-                                     f"(pick the field with --text_field=...)")
-                yield record[text_field]
+                for line_number, line in enumerate(lines, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError as error:
+                        raise UsageError(f"{path}:{line_number}: not a JSON line ({error.msg})") from None
+                    if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
+                        raise UsageError(f"{path}:{line_number}: no string field '{text_field}' "
+                                         f"(pick the field with --text_field=...)")
+                    yield record[text_field]
+        except UnicodeDecodeError:
+            raise not_utf8(path) from None
 
 
 def documents(paths, text_field="text", max_docs=0):

@@ -22,7 +22,7 @@ TOP_FIELDS = {'device', 'device_type', 'torch', 'date', 'dtype', 'compile', 'mod
 @pytest.fixture(scope='module')
 def bench(tmp_path_factory):
     out = tmp_path_factory.mktemp('bench')
-    proc = run_script('bench.py', *TINY, f'--out_dir={out}', timeout=120)
+    proc = run_script('bench.py', *TINY, f'--out_dir={out}')
     assert proc.returncode == 0, proc.stderr[-2000:]
     with open(out / 'bench.json') as f:
         return json.load(f), out, proc.stdout
@@ -100,10 +100,10 @@ def test_memory_attention_and_targets(bench):
 
 
 def test_bad_input_is_one_line():
-    proc = run_script('bench.py', '--variants=gpt', '--progress=False', timeout=60)
+    proc = run_script('bench.py', '--variants=gpt', '--progress=False')
     assert proc.returncode == 1 and proc.stderr.strip().count('\n') == 0
     assert 'bench.py: error:' in proc.stderr and 'variants' in proc.stderr
-    proc = run_script('bench.py', '--progress=False', timeout=60, env={'RANK': '0'})
+    proc = run_script('bench.py', '--progress=False', env={'RANK': '0'})
     assert proc.returncode == 1 and 'one process' in proc.stderr and proc.stderr.strip().count('\n') == 0
 
 
@@ -121,11 +121,12 @@ def test_gpt2_config_serves_bench_and_train(tiny_corpus, tmp_path):
     assert set(values) <= module_globals('bench.py') & module_globals('train.py')
     # train.py builds the model from it (max_iters=0: no step); GPT-2 124M has 123.59M non-position parameters
     proc = run_script('train.py', path, '--max_iters=0', f'--dataset={tiny_corpus}', f'--out_dir={tmp_path}',
-                      '--progress=False', timeout=120)
+                      '--progress=False')
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert '123.59M parameters' in proc.stdout
 
 
+@pytest.mark.long
 @needs_compiler
 def test_self_check_reports_a_broken_flex_kernel(monkeypatch, capsys):
     """bench.py --check=True, the CPU subset: a flex kernel that attends wrongly is a FAIL line and exit code 1,

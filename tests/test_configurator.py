@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from configurator import check_ranges, configure, parse_value
-from conftest import FIXTURES_GLUE, ROOT, script_error
+from conftest import FIXTURES_GLUE, ROOT, run_in_process, script_error
 
 
 def test_values_parse_as_typed():
@@ -172,3 +172,29 @@ def test_every_config_fits_its_script_and_byte_configs_change_only_the_data():
     fragments = ('gpt2_124m_bench.py', 'shakespeare_bytes.py')  # a model size for bench.py, a recipe to include
     out_dirs = [values[name]['out_dir'] for name in names if script_of(name) == 'train.py' and name not in fragments]
     assert len(set(out_dirs)) == len(out_dirs), out_dirs  # no two training configs write into one out_dir
+
+# -----------------------------------------------------------------------------
+# --help: what nanoGPT users type first
+
+@pytest.mark.parametrize('script,key,comment', [
+    ('train.py', 'mask_ratio', 'vm: (a, b)'), ('eval_ppl.py', 'bert_future', 'see objectives.prefix_batch'),
+    ('eval_glue.py', 'device', 'auto = cuda'), ('eval_vision.py', 'attn_backend', "'flex' on CUDA"),
+    ('sample.py', 'top_k', 'likeliest'), ('bench.py', 'check', 'one verdict line each'),
+    ('data/prepare.py', 'val_fraction', ''), ('data/shakespeare/prepare.py', 'tokenizer', '')])
+def test_help_lists_every_key_with_its_value_and_comment(capsys, script, key, comment):
+    with pytest.raises(SystemExit) as stop:
+        run_in_process(script, '--help')
+    assert stop.value.code in (0, None)
+    out = capsys.readouterr().out
+    lines = out.split('keys (--key=value, after any config files):\n')[1].splitlines()
+    assert all(line.startswith(('  --', '# ')) for line in lines), out  # one line per key, under its section
+    line, = [line for line in lines if line.startswith(f'  --{key}=')]
+    assert comment in line and len(out.split('keys (')[0].strip()) > 0  # the script's docstring comes first
+
+
+def test_help_after_a_config_file_shows_its_values(capsys):
+    with pytest.raises(SystemExit):
+        run_in_process('train.py', 'config/vm_shakespeare_bytes.py', '-h', '--batch_size=8')
+    out = capsys.readouterr().out
+    assert "  --objective='vm'" in out and '  --mask_ratio=(0.15, 0.3) ' in out and '  --batch_size=8 ' in out
+    assert '# optimizer (AdamW)\n  --learning_rate=0.002' in out

@@ -263,6 +263,21 @@ def test_read_documents_bad_inputs(tmp_path, monkeypatch):
         list(text.read_documents(tmp_path / "shard.jsonl.zst"))
 
 
+def test_a_file_that_is_not_utf8_is_named_with_the_offset_of_its_first_bad_byte(tmp_path):
+    (tmp_path / "latin1.txt").write_bytes("naïve ".encode() + "café".encode("latin-1"))
+    with pytest.raises(SystemExit) as stop:
+        text.run_main(lambda: generic_prepare.main([f"--input={tmp_path}/latin1.txt", f"--out_dir={tmp_path}/out"]))
+    message = str(stop.value)
+    assert message.startswith(f"error: {tmp_path}/latin1.txt is not UTF-8 text (byte offset 10)"), message
+    assert "--tokenizer=bytes" in message and "convert the file to UTF-8" in message and "\n" not in message
+    assert not (tmp_path / "out" / "train.bin").exists()
+    # compressed JSON lines: the offset is in the decompressed stream, past a character cut between read chunks
+    with gzip.open(tmp_path / "shard.jsonl.gz", "wb") as f:
+        f.write(b"a" + "é".encode() * 600_000 + b"\xff\n")
+    with pytest.raises(ValueError, match=r"shard.jsonl.gz is not UTF-8 text \(byte offset 1,200,001\)"):
+        list(text.read_documents(tmp_path / "shard.jsonl.gz"))
+
+
 def test_hold_out_tail_streams_the_last_documents():
     head, tail = text.hold_out_tail(iter(["a", "b", " ", "c", "d", "e"]), 2)
     with pytest.raises(RuntimeError, match="first iterator"):

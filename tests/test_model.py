@@ -26,10 +26,10 @@ OBJECTIVES = [
 IDS = [f"{o}-{'-'.join(f'{k}={v}' for k, v in kw.items())}" for o, kw in OBJECTIVES]
 
 
-def tiny_model(kind='tokens', backend='sdpa', seed=0):
+def tiny_model(kind='tokens', backend='sdpa', seed=0, n_layer=2):
     torch.manual_seed(seed)
     if kind == 'tokens':
-        config = ModelConfig(vocab_size=64, block_size=S, n_layer=2, n_head=2, n_embd=32, attn_backend=backend)
+        config = ModelConfig(vocab_size=64, block_size=S, n_layer=n_layer, n_head=2, n_embd=32, attn_backend=backend)
     else:
         config = ModelConfig(input_kind='patches', image_size=12, patch_size=4, channels=1, n_layer=2, n_head=2,
                              n_embd=32, attn_backend=backend)
@@ -133,7 +133,7 @@ def test_no_leakage(objective, options, backend, kind):
 
 @pytest.mark.parametrize('objective,options', OBJECTIVES, ids=IDS)
 def test_flex_equals_sdpa(objective, options):
-    sdpa, flex = tiny_model('tokens', 'sdpa'), tiny_model('tokens', 'flex')
+    sdpa, flex = tiny_model('tokens', 'sdpa', n_layer=1), tiny_model('tokens', 'flex', n_layer=1)
     flex.load_state_dict(sdpa.state_dict())
     batch = Objective(objective, **options).batch(token_batch(B=4), torch.Generator().manual_seed(3))
     with torch.no_grad():
@@ -162,8 +162,8 @@ def test_compiled_model_equals_eager_and_never_recompiles(objective, options):
     """torch.compile(model) (train.py's compile=True): loss and every gradient as eager, and batches of other drawn
     mask ratios (vm) or group sizes (dar) reuse the first compiled graph: masked widths are static."""
     torch._dynamo.reset()
-    eager = tiny_model().train()
-    compiled_copy = tiny_model().train()
+    eager = tiny_model(n_layer=1).train()  # one layer: half the graph to compile, the same kernels
+    compiled_copy = tiny_model(n_layer=1).train()
     compiled_copy.load_state_dict(eager.state_dict())
     compiled = torch.compile(compiled_copy, dynamic=False)
     for seed in range(3):
@@ -187,7 +187,7 @@ def test_compiled_flex_forward_equals_sdpa(objective, options):
     """FlexAttention compiled with the model (the CUDA path's kernel, here inductor's CPU one), forward only: the
     same predictions and loss as dense-mask SDPA, from one BlockMask built from the group ids."""
     torch._dynamo.reset()
-    sdpa, flex = tiny_model('tokens', 'sdpa'), tiny_model('tokens', 'flex')
+    sdpa, flex = tiny_model('tokens', 'sdpa', n_layer=1), tiny_model('tokens', 'flex', n_layer=1)
     flex.load_state_dict(sdpa.state_dict())
     batch = Objective(objective, **options).batch(token_batch(B=4), torch.Generator().manual_seed(3))
     with torch.no_grad():

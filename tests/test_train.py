@@ -11,17 +11,35 @@ import time
 import numpy as np
 import pytest
 import torch
-from checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 
-from conftest import ROOT, one_error_line, run_script, script_error, write_corpus
+from checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
+from conftest import ROOT, one_error_line, run_in_process, run_script, script_error, write_corpus
 
 TINY = ['--n_layer=2', '--n_head=2', '--n_embd=32', '--block_size=33', '--batch_size=4', '--eval_iters=2',
         '--log_interval=1', '--progress=False', '--warmup_iters=2', '--lr_decay_iters=20', '--learning_rate=3e-3']
 
 
 def train(out_dir, corpus, *args, env=None):
-    result = run_script('train.py', f'--dataset={corpus}', f'--out_dir={out_dir}', *TINY, *args, env=env)
-    return result
+    """train.py in a new interpreter, as a user runs it: for what only a process shows (exit codes, stderr)."""
+    return run_script('train.py', f'--dataset={corpus}', f'--out_dir={out_dir}', *TINY, *args, env=env)
+
+
+def train_here(out_dir, corpus, *args):
+    """train.py in this process: the same run without a new interpreter's seconds of imports. On one thread, as
+    train() runs (OMP_NUM_THREADS=1): a second thread only adds barriers on a busy 2-core machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        run_in_process('train.py', f'--dataset={corpus}', f'--out_dir={out_dir}', *TINY, *args)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def train_error(out_dir, corpus, *args):
+    """The one-line message a bad input stops train.py with (printed as one line: test_an_out_of_range_value...)."""
+    message = script_error('train.py', f'--dataset={corpus}', f'--out_dir={out_dir}', *TINY, *args)
+    assert '\n' not in message, message
+    return message
 
 
 def params(out_dir):
@@ -33,14 +51,14 @@ def log(out_dir):
 
 # -----------------------------------------------------------------------------
 
+@pytest.mark.long
 def test_ddp_equals_gradient_accumulation(tmp_path, tiny_corpus):
     """2 gloo processes x 1 micro-step == 1 process x 2 micro-steps: same data, same averaged gradient."""
     common = ['--objective=dar', '--max_iters=3', '--eval_interval=3', '--gradient_accumulation_steps=2']
-    single = train(tmp_path / 'single', tiny_corpus, *common)
-    assert single.returncode == 0, single.stderr
+    train_here(tmp_path / 'single', tiny_corpus, *common)
     ddp = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2',
                           'train.py', f'--dataset={tiny_corpus}', f'--out_dir={tmp_path / "ddp"}', *TINY, *common],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         cwd=ROOT, capture_output=True, text=True, timeout=600,  # a guard against a hang only
                          env={**os.environ, 'OMP_NUM_THREADS': '1'})
     assert ddp.returncode == 0, ddp.stderr
     a, b = params(tmp_path / 'single'), params(tmp_path / 'ddp')
@@ -53,12 +71,9 @@ def test_ddp_equals_gradient_accumulation(tmp_path, tiny_corpus):
 @pytest.mark.parametrize('objective', ['ar', 'vm'])
 def test_resume_equals_straight_run(tmp_path, tiny_corpus, objective):
     common = [f'--objective={objective}', '--eval_interval=3']
-    straight = train(tmp_path / 'straight', tiny_corpus, *common, '--max_iters=6')
-    assert straight.returncode == 0, straight.stderr
-    first = train(tmp_path / 'resumed', tiny_corpus, *common, '--max_iters=3')
-    assert first.returncode == 0, first.stderr
-    second = train(tmp_path / 'resumed', tiny_corpus, *common, '--max_iters=6', '--init_from=resume')
-    assert second.returncode == 0, second.stderr
+    train_here(tmp_path / 'straight', tiny_corpus, *common, '--max_iters=6')
+    train_here(tmp_path / 'resumed', tiny_corpus, *common, '--max_iters=3')
+    train_here(tmp_path / 'resumed', tiny_corpus, *common, '--max_iters=6', '--init_from=resume')
     assert [r['train_loss'] for r in log(tmp_path / 'straight')] == [r['train_loss'] for r in log(tmp_path / 'resumed')]
     a, b = params(tmp_path / 'straight'), params(tmp_path / 'resumed')
     for name in a:
@@ -70,12 +85,10 @@ def test_sigterm_saves_and_resumes(tmp_path, tiny_corpus):
     proc = subprocess.Popen([sys.executable, 'train.py', f'--dataset={tiny_corpus}', f'--out_dir={out}', *TINY,
                              '--max_iters=100000', '--eval_interval=100000'], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not os.path.isdir(out) and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.2)  # train.py makes out_dir right before its first step
-    time.sleep(3)
+    header = proc.stdout.readline()  # printed right before the first step, after the signal handlers are set
+    assert 'parameters' in header, proc.stderr.read()
     proc.send_signal(signal.SIGTERM)
-    stdout, stderr = proc.communicate(timeout=120)
+    stdout, stderr = proc.communicate(timeout=600)  # a guard against a hang only
     assert proc.returncode == 128 + signal.SIGTERM, stderr  # saved but not finished: no wrapper may count it done
     ckpt = read_checkpoint(out / 'ckpt_last.pt')
     assert 0 < ckpt['iter'] < 100000
@@ -83,12 +96,11 @@ def test_sigterm_saves_and_resumes(tmp_path, tiny_corpus):
     # resuming continues from the saved step; a finished run resumed returns at once and leaves its files alone
     resume = [sys.executable, 'train.py', f'--dataset={tiny_corpus}', f'--out_dir={out}', *TINY,
               f"--max_iters={ckpt['iter'] + 2}", '--eval_interval=100000', '--init_from=resume']
-    resumed = subprocess.run(resume, cwd=ROOT, capture_output=True, text=True)
-    assert resumed.returncode == 0, resumed.stderr
+    run_in_process(*resume[1:])
     assert read_checkpoint(out / 'ckpt_last.pt')['iter'] == ckpt['iter'] + 2
     before = (out / 'ckpt_last.pt').stat().st_mtime_ns
-    again = subprocess.run(resume, cwd=ROOT, capture_output=True, text=True)
-    assert again.returncode == 0 and (out / 'ckpt_last.pt').stat().st_mtime_ns == before, again.stderr
+    run_in_process(*resume[1:])
+    assert (out / 'ckpt_last.pt').stat().st_mtime_ns == before
 
 
 def test_sigkill_during_checkpoint_write_keeps_the_previous_one(tmp_path):
@@ -96,7 +108,7 @@ def test_sigkill_during_checkpoint_write_keeps_the_previous_one(tmp_path):
     good = {'model': {'w': torch.ones(3)}, 'model_config': {}}
     save_checkpoint(good, path)
     writer = subprocess.Popen([sys.executable, '-c', (
-        "import sys, torch; sys.path.insert(0, '.'); from model import save_checkpoint\n"
+        "import sys, torch; sys.path.insert(0, '.'); from checkpoint import save_checkpoint\n"
         f"big = {{'model': {{'w': torch.zeros(150_000_000)}}, 'model_config': {{}}}}\n"
         f"while True: save_checkpoint(big, {str(path)!r})")], cwd=ROOT)
     time.sleep(4)
@@ -106,42 +118,48 @@ def test_sigkill_during_checkpoint_write_keeps_the_previous_one(tmp_path):
     assert ckpt['model']['w'].numel() in (3, 150_000_000)
 
 
-def test_every_objective_learns_and_writes_its_outputs(tmp_path, tiny_corpus):
-    # ar with nanoGPT's CPU flags spelled out (issue 17: they used to be refused)
-    for objective, extra in [('ar', ['--compile=False', '--device=cpu', '--dtype=float32', '--attn_backend=sdpa']),
-                             ('dar', []), ('mlm', []), ('vm', ['--two_stream=True']),
-                             ('gvp', ['--n_groups=4'])]:
-        out = tmp_path / objective
-        result = train(out, tiny_corpus, f'--objective={objective}', *extra, '--max_iters=30', '--eval_interval=10',
-                       '--lr_decay_iters=30')
-        assert result.returncode == 0, result.stderr
-        records = log(out)
-        assert [r['iter'] for r in records] == [10, 20, 30]
-        assert records[-1]['val_loss'] < records[0]['val_loss'] - 0.2, (objective, records)
-        assert {'iter', 'train_loss', 'val_loss', 'lr', 'tokens_per_sec'} <= set(records[0])
-        assert (out / 'loss.png').exists() and (out / 'loss.csv').exists() and (out / 'ckpt_best.pt').exists()
-        model, ckpt = load_checkpoint(out / 'ckpt_best.pt')
-        assert ckpt['config']['objective'] == objective
+@pytest.mark.parametrize('objective,extra', [
+    ('ar', ['--compile=False', '--device=cpu', '--dtype=float32', '--attn_backend=sdpa']),  # nanoGPT's CPU flags
+    ('dar', []), ('mlm', []), ('vm', ['--two_stream=True']), ('gvp', ['--n_groups=4'])])
+def test_every_objective_learns_and_writes_its_outputs(tmp_path, tiny_corpus, objective, extra):
+    out = tmp_path / objective
+    train_here(out, tiny_corpus, f'--objective={objective}', *extra, '--max_iters=30', '--eval_interval=10',
+               '--lr_decay_iters=30')
+    records = log(out)
+    assert [r['iter'] for r in records] == [10, 20, 30]
+    assert records[-1]['val_loss'] < records[0]['val_loss'] - 0.2, (objective, records)
+    assert {'iter', 'train_loss', 'val_loss', 'lr', 'tokens_per_sec'} <= set(records[0])
+    assert (out / 'loss.png').exists() and (out / 'loss.csv').exists() and (out / 'ckpt_best.pt').exists()
+    model, ckpt = load_checkpoint(out / 'ckpt_best.pt')
+    assert ckpt['config']['objective'] == objective
+
+
+# the demo's configs at a reduced setting that learns in seconds (the demo's own run is checked by `make demo`
+# itself): ar gets 2 x 128 on rows of 64 bytes; vm 1 x 128 on rows of 16 bytes, where a masked byte's neighbours
+# are a large share of its row, so the masked model finds them within 150 steps instead of ~400
+REDUCED = {'ar': dict(n_layer=2, block_size=64, batch_size=16, max_iters=250, warmup_iters=20),
+           'vm': dict(n_layer=1, block_size=16, batch_size=64, max_iters=150, warmup_iters=10)}
 
 
 @pytest.mark.long
-@pytest.mark.parametrize('arm', ['vm', 'ar'])
+@pytest.mark.parametrize('arm', ['ar', 'vm'])
 def test_demo_configs_learn_shakespeare_bytes(tmp_path, arm):
-    """`make demo`'s configs on the real plays: ar's held-out loss is below the bigram floor within 200 steps (it
-    uses more than the previous byte) and vm's below the unigram floor within the demo's 400 (its masked bytes are
-    predicted from context). Both floors are counted on the training plays (evals/ppl.NgramBaselines)."""
+    """`make demo`'s configs on the real plays: ar's held-out loss ends below the bigram floor (it uses more than
+    the previous byte) and vm's below the unigram floor (its masked bytes are predicted from context). Both floors
+    are counted on the training plays (evals/ppl.NgramBaselines), on held-out rows of the same length."""
     data_dir = tmp_path / 'shakespeare_bytes'
     prepared = run_script('data/shakespeare/prepare.py', '--tokenizer=bytes', f'--out_dir={data_dir}')
     assert prepared.returncode == 0, prepared.stderr
     from data.text import load_tokens
     from evals.ppl import NgramBaselines, gather_windows, window_starts
+    reduced = REDUCED[arm]
     val = load_tokens(data_dir, 'val', 'bytes')
-    floors = NgramBaselines(load_tokens(data_dir, 'train', 'bytes'), 257).nll(
-        gather_windows(val, window_starts(len(val), 128, 100_000), 128, 256).numpy())
-    steps = 200 if arm == 'ar' else 400
+    floors = NgramBaselines(load_tokens(data_dir, 'train', 'bytes'), 257).nll(gather_windows(
+        val, window_starts(len(val), reduced['block_size'], 100_000), reduced['block_size'], 256).numpy())
+    settings = {**reduced, 'lr_decay_iters': reduced['max_iters'], 'eval_interval': reduced['max_iters'],
+                'learning_rate': 3e-3, 'min_lr': 3e-4, 'eval_iters': 40, 'progress': False}
     result = run_script('train.py', f'config/{arm}_shakespeare_bytes.py', f'--dataset={data_dir}',
-                        f'--out_dir={tmp_path / "out"}', f'--max_iters={steps}', f'--lr_decay_iters={steps}',
-                        f'--eval_interval={steps}', '--eval_iters=20', '--progress=False')
+                        f'--out_dir={tmp_path / "out"}', *(f'--{key}={value}' for key, value in settings.items()))
     assert result.returncode == 0, result.stderr
     val_loss = log(tmp_path / 'out')[-1]['val_loss']
     floor = floors['bigram' if arm == 'ar' else 'unigram'].mean()
@@ -151,10 +169,10 @@ def test_demo_configs_learn_shakespeare_bytes(tmp_path, arm):
 # bad input: one line on stderr, non-zero exit, nothing half-written
 
 def test_config_errors(tmp_path, tiny_corpus):
-    one_error_line(train(tmp_path, tiny_corpus, '--n_layers=2'), "unknown config key 'n_layers'")
-    one_error_line(train(tmp_path, tiny_corpus, '--n_layer=two'), "'n_layer' must be int")
-    one_error_line(train(tmp_path, tiny_corpus, 'config/nope.py'), 'config file config/nope.py not found')
-    one_error_line(train(tmp_path, tiny_corpus, '--objective=bart'), 'unknown objective')
+    assert "unknown config key 'n_layers'" in train_error(tmp_path, tiny_corpus, '--n_layers=2')
+    assert "'n_layer' must be int" in train_error(tmp_path, tiny_corpus, '--n_layer=two')
+    assert 'config file config/nope.py not found' in train_error(tmp_path, tiny_corpus, 'config/nope.py')
+    assert 'unknown objective' in train_error(tmp_path, tiny_corpus, '--objective=bart')
 
 
 @pytest.mark.parametrize('flag,match', [
@@ -182,8 +200,8 @@ def test_an_out_of_range_value_is_one_line_for_the_user(tmp_path, tiny_corpus):
 def test_objective_settings_stop_up_front(tmp_path, tiny_corpus):
     """vm's config holds a tuple, so --mask_ratio=1.5 arrives as (1.5,): still one line naming the key."""
     common = [f'--dataset={tiny_corpus}', f'--out_dir={tmp_path / "out"}', *TINY]
-    one_error_line(run_script('train.py', 'config/vm_shakespeare.py', *common, '--mask_ratio=1.5'),
-                     'mask_ratio must be one ratio in (0, 1) or a range')
+    message = script_error('train.py', 'config/vm_shakespeare.py', *common, '--mask_ratio=1.5')
+    assert 'mask_ratio must be one ratio in (0, 1) or a range' in message and '\n' not in message
     for args, match in [(['config/vm_shakespeare.py', '--mask_ratio=(0.3,0.1)'], 'low <= high'),
                         (['--objective=gvp', '--n_groups=40'], 'n_groups'),
                         (['--objective=gvp', '--segmentation=even'], 'segmentation')]:
@@ -194,28 +212,24 @@ def test_objective_settings_stop_up_front(tmp_path, tiny_corpus):
 def test_a_step_that_cannot_fit_stops_before_allocating(tmp_path, tiny_corpus):
     """block_size=100000 on a CPU: the GPT-2 logits alone are 16 x 100000 x 50304 floats; refuse with one line."""
     corpus = write_corpus(tmp_path / 'long', np.arange(250_000) % 40, np.arange(150_000) % 40)
-    result = train(tmp_path / 'out', corpus, '--block_size=100000', '--batch_size=16', '--n_embd=32')
-    one_error_line(result, 'needs at least')
-    assert 'GiB' in result.stderr and 'lower block_size or batch_size' in result.stderr
+    message = train_error(tmp_path / 'out', corpus, '--block_size=100000', '--batch_size=16', '--n_embd=32')
+    assert 'needs at least' in message and 'GiB' in message and 'lower block_size or batch_size' in message
 
 
 def test_a_new_run_never_touches_an_old_one(tmp_path, tiny_corpus):
     out = tmp_path / 'out'
-    assert train(out, tiny_corpus, '--max_iters=4', '--eval_interval=2').returncode == 0
+    train_here(out, tiny_corpus, '--max_iters=4', '--eval_interval=2')
     before = {name: (out / name).read_bytes() for name in os.listdir(out)}
     assert {'ckpt_last.pt', 'ckpt_best.pt', 'log.jsonl', 'loss.csv', 'loss.png'} <= set(before)
-    one_error_line(train(out, tiny_corpus, '--max_iters=1'), 'already holds a run')
-    assert 'already holds a run' in script_error('train.py', f'--dataset={tiny_corpus}', f'--out_dir={out}', *TINY,
-                                                 '--max_iters=8', '--objective=dar')
+    assert 'already holds a run' in train_error(out, tiny_corpus, '--max_iters=1')
+    assert 'already holds a run' in train_error(out, tiny_corpus, '--max_iters=8', '--objective=dar')
     assert {name: (out / name).read_bytes() for name in os.listdir(out)} == before
     for name in ('ckpt_best.pt', 'ckpt_last.pt', 'loss.png', 'loss.csv'):  # any one file of a run is a run
         only = tmp_path / f'only-{name}'
         only.mkdir()
         (only / name).write_bytes(before[name])
-        assert 'already holds a run' in script_error('train.py', f'--dataset={tiny_corpus}', f'--out_dir={only}',
-                                                     *TINY, '--max_iters=1')
-    replaced = train(out, tiny_corpus, '--max_iters=2', '--eval_interval=1', '--overwrite=True')
-    assert replaced.returncode == 0, replaced.stderr
+        assert 'already holds a run' in train_error(only, tiny_corpus, '--max_iters=1')
+    train_here(out, tiny_corpus, '--max_iters=2', '--eval_interval=1', '--overwrite=True')
     assert [r['iter'] for r in log(out)] == [1, 2]  # the old run's log is gone, not appended to
     assert read_checkpoint(out / 'ckpt_last.pt')['iter'] == 2
 
@@ -236,13 +250,9 @@ def test_a_second_signal_exits_at_once_inside_a_long_step(tmp_path):
     proc.send_signal(signal.SIGTERM)
     time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
-    try:
-        stdout, stderr = proc.communicate(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        raise AssertionError("the second SIGTERM did not end the process inside the long step")
+    stdout, stderr = proc.communicate(timeout=600)  # a guard against a hang only: a slow exit is seen below
+    assert 'finished' not in stdout, "the second SIGTERM did not end the process inside the long step"
     assert proc.returncode == 128 + signal.SIGTERM, (proc.returncode, stderr)
-    assert 'finished' not in stdout
     assert 'send it again to exit now' in stderr and 'exiting now' in stderr
 
 
@@ -253,47 +263,47 @@ def test_ctrl_c_saves_like_sigterm(tmp_path, tiny_corpus):
     proc = subprocess.Popen([sys.executable, 'train.py', f'--dataset={tiny_corpus}', f'--out_dir={out}', *TINY,
                              '--max_iters=100000', '--eval_interval=100000'], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert 'parameters' in proc.stdout.readline()  # the header, printed right before the first step
-    time.sleep(2)
+    assert 'parameters' in proc.stdout.readline()  # the header: printed after the handlers are set, before step 1
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=120)
+    stdout, stderr = proc.communicate(timeout=600)  # a guard against a hang only
     assert proc.returncode == 128 + signal.SIGINT, stderr
     assert 'Traceback' not in stderr and 'init_from=resume' in stdout + stderr
     assert 0 < read_checkpoint(out / 'ckpt_last.pt')['iter'] < 100000
 
 
 def test_data_errors(tmp_path, tiny_corpus):
-    one_error_line(train(tmp_path, str(tmp_path / 'nowhere' / 'corpus')), 'prepare')
+    assert 'prepare' in train_error(tmp_path, str(tmp_path / 'nowhere' / 'corpus'))
     empty = tmp_path / 'empty'
     shutil.copytree(tiny_corpus, empty)
     open(empty / 'train.bin', 'wb').close()
-    one_error_line(train(tmp_path, str(empty)), 'empty')
+    assert 'empty' in train_error(tmp_path, str(empty))
     other_vocab = tmp_path / 'other_vocab'
     shutil.copytree(tiny_corpus, other_vocab)
     meta = json.load(open(other_vocab / 'meta.json'))
     json.dump({**meta, 'vocab_size': 32000}, open(other_vocab / 'meta.json', 'w'))
-    one_error_line(train(tmp_path, str(other_vocab)), 'vocab mismatch')
+    assert 'vocab mismatch' in train_error(tmp_path, str(other_vocab))
     short = write_corpus(tmp_path / 'short', np.arange(100), np.arange(20))
-    one_error_line(train(tmp_path, short), 'fewer than block_size')
+    assert 'fewer than block_size' in train_error(tmp_path, short)
     assert not os.path.exists(tmp_path / 'ckpt_last.pt')
 
 
 def test_checkpoint_errors(tmp_path, tiny_corpus):
     out = tmp_path / 'out'
-    assert train(out, tiny_corpus, '--max_iters=2', '--eval_interval=2').returncode == 0
-    one_error_line(train(out, tiny_corpus, '--n_embd=64', '--max_iters=4', '--init_from=resume'), 'another architecture')
+    train_here(out, tiny_corpus, '--max_iters=2', '--eval_interval=2')
+    assert 'another architecture' in train_error(out, tiny_corpus, '--n_embd=64', '--max_iters=4',
+                                                 '--init_from=resume')
     before = (out / 'ckpt_last.pt').read_bytes()
     (out / 'ckpt_last.pt').write_bytes(before[:len(before) // 2])
-    one_error_line(train(out, tiny_corpus, '--max_iters=4', '--init_from=resume'), 'corrupt')
+    assert 'corrupt' in train_error(out, tiny_corpus, '--max_iters=4', '--init_from=resume')
 
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_corpus):
     out = tmp_path / 'out'
-    assert train(out, tiny_corpus, '--max_iters=2', '--eval_interval=2').returncode == 0
+    train_here(out, tiny_corpus, '--max_iters=2', '--eval_interval=2')
     good = read_checkpoint(out / 'ckpt_last.pt')
-    result = train(out, tiny_corpus, '--max_iters=40', '--eval_interval=40', '--init_from=resume',
+    with pytest.raises(SystemExit, match=r'^train.py: error: \w+ loss is nan at iter \d+: [^\n]*resume$'):
+        train_here(out, tiny_corpus, '--max_iters=40', '--eval_interval=40', '--init_from=resume',
                    '--learning_rate=1e30', '--grad_clip=0.0', '--warmup_iters=0')
-    one_error_line(result, 'loss is nan')
     kept = read_checkpoint(out / 'ckpt_last.pt')
     assert kept['iter'] == good['iter'] == 2
     assert all(torch.isfinite(v).all() for v in kept['model'].values())
