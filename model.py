@@ -153,11 +153,8 @@ class Attention(nn.Module):
         q = q.view(B, R, self.n_head, C // self.n_head).transpose(1, 2)  # (B, heads, R, head size)
         k = k.view(B, n_content, self.n_head, C // self.n_head).transpose(1, 2)
         v = v.view(B, n_content, self.n_head, C // self.n_head).transpose(1, 2)
-        if mask is None:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=causal,
-                                               dropout_p=self.dropout if self.training else 0.0)
-        elif isinstance(mask, torch.Tensor):
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+        if mask is None or isinstance(mask, torch.Tensor):  # SDPA: its own causal kernel, or the dense boolean mask
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
                                                dropout_p=self.dropout if self.training else 0.0)
         else:
             y = flex_attention(q, k, v, mask)
@@ -283,11 +280,8 @@ class Transformer(nn.Module):
         layers = []
         for block in self.blocks:
             x = block(x, n_content, mask, causal and mask is None)
-            if all_layers:
-                layers.append(x)
-        if all_layers:
-            return [self.ln_f(h) for h in layers]
-        return self.ln_f(x)
+            layers.append(x)
+        return [self.ln_f(h) for h in layers] if all_layers else self.ln_f(x)
 
     def forward(self, content, content_pos, content_groups, query_pos=None, query_groups=None,
                 content_masked=None, pred_index=None, targets=None, valid=None, causal=False, per_sequence=False):

@@ -1,20 +1,17 @@
 """
 Every pretraining objective of the paper as data: a batch of sequences in, what one training step needs out.
 
-Input x: (B, S) token ids with the conditioning token (BOS) in column 0, or (B, S, D) patches with a zero slot in
-row 0 that the model fills with its CLS vector. Position 0 is never a target and is visible to every row, so no
-attention row is ever empty (an empty row gives NaN; with a finite fill value, a silent leak).
-
-Output: a dict that the model takes as `model(**batch)` (see model.py). Every objective gives each position 1..L
-a *group id*; group k is predicted from groups < k (App. B.3):
+Input x: (B, S) token ids with BOS in column 0, or (B, S, D) patches with a zero CLS slot in row 0. Position 0 is
+never a target and every row sees it, so no attention row is empty (NaN; with a finite fill, a silent leak).
+Output: the dict `model(**batch)` takes. Each position 1..L gets a *group id*; group k is predicted from groups < k:
   ar      left to right, groups of 1                          -> one-stream causal (GPT), or two-stream
   dar t   left to right, |G_1| ~ U{1..t}, then groups of t    (Eq. 3 realised by Eq. 6), two-stream
   mlm     random positions: visible = group 0, masked = group 1, rho fixed      -> one-stream BERT, or two-stream
   vm      as mlm with rho ~ U[a, b] per sequence (Eq. 5)
   mdlm    as mlm with the masked count m ~ U{1..L}, each sequence's loss its own mean (masked diffusion, MDLM)
   gvp     random order, fixed / random / mixed-length groups (GVP Sec. 3.2)
-`python objectives.py` draws each one on a sequence of 6 tokens and prints its groups and attention masks.
-All samplers draw from an explicit torch.Generator, so a batch is a pure function of (x, generator state).
+`python objectives.py` prints each one's groups and attention masks on 6 tokens. Every sampler draws from an
+explicit torch.Generator, so a batch is a pure function of (x, generator state).
 """
 
 from dataclasses import dataclass, field
@@ -131,7 +128,7 @@ def ratio_error(objective, one):
 # -----------------------------------------------------------------------------
 # batches
 
-def _gather(x, index):
+def gather_positions(x, index):
     return torch.gather(x, 1, index if x.dim() == 2 else index[..., None].expand(-1, -1, x.shape[-1]))
 
 def _pack(positions_in_rows, keep, width=None):
@@ -164,7 +161,7 @@ def two_stream_batch(x, groups, content_all=True, widths=(None, None), per_seque
     # a padded query row gets group 1: it sees group 0 (BOS at least), so its attention row is never empty (an
     # empty row is NaN); its loss is masked out by valid, and no row ever attends to a query row
     query_groups = torch.gather(full_groups, 1, query_pos).masked_fill(~query_valid, 1)
-    return model_batch(_gather(x, content_pos), content_pos, content_groups, _gather(x, query_pos), query_valid,
+    return model_batch(gather_positions(x, content_pos), content_pos, content_groups, gather_positions(x, query_pos), query_valid,
                        query_pos=query_pos, query_groups=query_groups, per_sequence=per_sequence)
 
 def causal_batch(x):
@@ -188,7 +185,7 @@ def bert_batch(x, masked, generator=None, bert_replace=False, ordinary_tokens=No
         random_tokens = torch.randint(0, ordinary_tokens, (B, S), generator=generator, device=generator.device)
         content_masked = masked & (draw < 0.8)
         content = torch.where(masked & (draw >= 0.8) & (draw < 0.9), random_tokens.to(x.device), x)
-    return model_batch(content, positions, torch.zeros_like(positions), _gather(x, pred_index), valid,
+    return model_batch(content, positions, torch.zeros_like(positions), gather_positions(x, pred_index), valid,
                        content_masked=content_masked, pred_index=pred_index, per_sequence=per_sequence)
 
 # -----------------------------------------------------------------------------
@@ -305,9 +302,9 @@ class Objective:
     @property
     def label(self):
         """e.g. 'vm [0.15, 0.3] two-stream', 'dar t=2', 'ar random order'."""
-        ratio, setting = self.mask_ratio, {'dar': f" t={self.t}", 'gvp': f" K={self.n_groups} {self.segmentation}"}
-        setting = setting.get(self.name, '')
-        if isinstance(ratio, (int, float)) or isinstance(ratio, tuple):
+        ratio = self.mask_ratio
+        setting = {'dar': f" t={self.t}", 'gvp': f" K={self.n_groups} {self.segmentation}"}.get(self.name, '')
+        if self.kind.masked and ratio is not None:
             setting = f" {ratio:g}" if isinstance(ratio, (int, float)) else f" [{ratio[0]:g}, {ratio[1]:g}]"
         extra = ' random order' if self.random_order and not self.kind.masked and self.name != 'gvp' else ''
         stream = ' two-stream' if self.two_stream and self.kind.one_stream and not extra else ''
@@ -340,43 +337,6 @@ class Objective:
                                     per_sequence=self.kind.per_sequence)
         return bert_batch(x, groups == 1, generator, self.bert_replace, ordinary_tokens, width=most,
                           per_sequence=self.kind.per_sequence)
-
-# -----------------------------------------------------------------------------
-# evaluation batches: next-token prediction from a prefix only (Eq. 2, Fig. 3)
-
-def prefix_batch(x, style, bert_future='invisible'):
-    """A batch whose target rows predict x_{k+1} from BOS, x_1..x_k, for every k in 0..S-2.
-    'causal' / 'groups' do all k in one sequence (group ids 0,1,2,...). A masked model saw the visible tokens
-    bidirectionally in pretraining, so each prefix gets its own row ((B*(S-1), S) batch): prefix visible
-    (group 0), the target masked. The paper does not say what a one-stream BERT row holds after its target:
-    bert_future='invisible' leaves those positions out (PAD_GROUP); 'mask' keeps them, every one [MASK], so the
-    model sees how many positions follow but none of their tokens. 'mask' is for style 'bert' only (a two-stream
-    content stream has no [MASK]; causal / groups never look ahead)."""
-    B, S = x.shape[:2]
-    if style == 'causal':
-        return causal_batch(x)
-    if style == 'groups':
-        return two_stream_batch(x, torch.arange(1, S, device=x.device).expand(B, S - 1))
-    L = S - 1
-    k = torch.arange(L, device=x.device)  # prefix length; the target is position k + 1
-    rows = x.repeat_interleave(L, dim=0)
-    k_rows = k.repeat(B)
-    positions = torch.arange(S, device=x.device).expand(B * L, S)
-    target = (k_rows + 1)[:, None]
-    after = positions > target
-    one_row = torch.ones(B * L, 1, dtype=torch.bool, device=x.device)  # each row predicts its one target
-    if style == 'bert':
-        if bert_future == 'invisible':  # no real row sees the positions after the target
-            groups, masked = torch.zeros_like(positions).masked_fill(after, PAD_GROUP), positions == target
-        else:  # present, and every one of them [MASK]
-            groups, masked = torch.zeros_like(positions), positions >= target
-        return model_batch(rows, positions, groups, _gather(rows, target), one_row, content_masked=masked,
-                           pred_index=target)
-    content_groups = torch.zeros_like(positions).masked_fill(positions >= target, PAD_GROUP)
-    return model_batch(rows, positions, content_groups, _gather(rows, target), one_row, query_pos=target,
-                       query_groups=torch.ones_like(target))
-
-# -----------------------------------------------------------------------------
 
 def to_device(batch, device, non_blocking=False):
     return {k: v.to(device, non_blocking=non_blocking) if torch.is_tensor(v) else v for k, v in batch.items()}

@@ -31,7 +31,8 @@ from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, get_tokenizer
 from evals.any_order import model_log_probs, unmask
 from evals.ppl import BERT_FUTURES, ROW_STYLES, take_rows
-from objectives import Objective, prefix_batch, to_device
+from evals.ppl import prefix_batch
+from objectives import Objective, to_device
 
 # -----------------------------------------------------------------------------
 ckpt = ''                   # a text checkpoint written by train.py

@@ -1,14 +1,9 @@
 """
-Pretrain one Transformer with any objective of the paper (ar, dar, mlm, vm, gvp) on text or image patches.
-
-One CPU (the demo's model: bytes of Shakespeare, python data/shakespeare/prepare.py --tokenizer=bytes first):
-$ python train.py config/ar_shakespeare_bytes.py
-One node, 8 GPUs:
-$ torchrun --standalone --nproc_per_node=8 train.py config/vm_pile.py
-Two nodes (run on each; set --node_rank=1 on the second, MASTER_ADDR = first node's address):
+Pretrain one Transformer with any objective of the paper (ar, dar, mlm, vm, mdlm, gvp) on text or image patches.
+$ python train.py config/ar_shakespeare_bytes.py                          # one CPU, minutes
+$ torchrun --standalone --nproc_per_node=8 train.py config/vm_pile.py     # one node, 8 GPUs
 $ torchrun --nproc_per_node=8 --nnodes=2 --node_rank=0 --master_addr=$MASTER_ADDR --master_port=29500 \
-      train.py config/vm_pile.py
-(If your cluster has no Infiniband, prepend NCCL_IB_DISABLE=1.)
+      train.py config/vm_pile.py                                          # on each node, with its --node_rank
 """
 import json
 import math
@@ -27,7 +22,7 @@ from checkpoint import model_config_from, read_checkpoint, save_checkpoint
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from devices import (check_memory, peak_flops, pick_attn_backend, pick_compile, setup_processes, step_flops,
                      step_memory, stop_on_signals)
-from evals.plot import line_plot
+from evals.plot import plot_log
 from model import ModelConfig, Transformer, patchify
 from objectives import Objective, to_device
 
@@ -42,6 +37,7 @@ init_from = 'scratch'       # 'scratch' or 'resume' (from out_dir/ckpt_last.pt)
 overwrite = False           # a scratch run into an out_dir that holds a run: True deletes that run first
 # data
 dataset = 'shakespeare'     # data/<dataset> (or a path) with train.bin / val.bin, or an image set (input_kind='patches')
+train_tokens = 0            # text: train on the first train_tokens tokens only (0: all), repeated for many epochs
 input_kind = 'tokens'       # 'tokens' or 'patches'
 image_size = 28
 patch_size = 4
@@ -97,7 +93,8 @@ check_ranges(config, {
     'gradient_accumulation_steps': '[1, inf)', 'n_layer': '[1, inf)', 'n_head': '[1, inf)', 'n_embd': '[1, inf)',
     'dropout': '[0, 1)', 'learning_rate': '(0, inf)', 'max_iters': '[0, inf)', 'weight_decay': '[0, inf)',
     'beta1': '[0, 1)', 'beta2': '[0, 1)', 'grad_clip': '[0, inf)', 'warmup_iters': '[0, inf)',
-    'lr_decay_iters': '[0, inf)', 'min_lr': '[0, inf)', 't': '[1, inf)', 'n_groups': '[1, inf)', 'seed': '[0, inf)'})
+    'lr_decay_iters': '[0, inf)', 'min_lr': '[0, inf)', 't': '[1, inf)', 'n_groups': '[1, inf)', 'seed': '[0, inf)',
+    'train_tokens': '[0, inf)'})
 if init_from not in ('scratch', 'resume'):
     raise UsageError(f"init_from must be 'scratch' or 'resume', got {init_from!r}")
 if schedule not in ('cosine', 'triangle'):
@@ -128,16 +125,15 @@ torch.manual_seed(seed + rank)  # dropout differs per process; data comes from t
 # -----------------------------------------------------------------------------
 # data: every micro-batch of the global batch has its own stream (generator), so one process with accumulation
 # draws exactly the data that several processes draw: stream = rank * accum + micro_step
-def new_streams():
-    return [torch.Generator().manual_seed(seed * 1000 + rank * accum + m) for m in range(accum)]
-
-streams = new_streams()
+streams = [torch.Generator().manual_seed(seed * 1000 + rank * accum + m) for m in range(accum)]
 if input_kind == 'tokens':
     from data.text import TOKENIZERS, corpus_tokenizer, get_batch, load_tokens, model_vocab_size
     data_dir = dataset if os.sep in dataset else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', dataset)
     tokenizer = corpus_tokenizer(data_dir)  # meta.json says it; the checkpoint keeps it (ModelConfig.tokenizer)
     bos = TOKENIZERS[tokenizer][1]  # the ids below BOS are the text tokens (bert_replace draws from them)
     splits = {split: load_tokens(data_dir, split) for split in ('train', 'val')}
+    if train_tokens:  # data-constrained: the first train_tokens tokens only, seen again every epoch
+        splits['train'] = splits['train'][:train_tokens]
     for split, tokens in splits.items():
         if len(tokens) < block_size:
             raise UsageError(f"{data_dir}/{split}.bin has {len(tokens)} tokens, fewer than block_size={block_size}: "
@@ -146,7 +142,7 @@ if input_kind == 'tokens':
                       block_size=block_size)
 
     def sequences(split, generator):
-        return get_batch(os.path.join(data_dir, f'{split}.bin'), batch_size, block_size, generator, bos)
+        return get_batch(splits[split], batch_size, block_size, generator, bos)
 else:
     from data.images import load_images
     image_sets = {split: load_images(dataset, split) for split in ('train', 'val')}
@@ -162,10 +158,10 @@ else:
         patches = patchify(pixels, patch_size)
         return torch.cat([patches.new_zeros(batch_size, 1, patches.shape[-1]), patches], dim=1)  # CLS slot
 
-ordinary_tokens = bos if input_kind == 'tokens' else None  # bert_replace's random ids: the ids below BOS
+    bos = None
 
-def next_batch(split, generator):
-    batch = pretraining.batch(sequences(split, generator), generator, ordinary_tokens)
+def next_batch(split, generator):  # bert_replace draws its random tokens from the ids below BOS
+    batch = pretraining.batch(sequences(split, generator), generator, bos)
     return to_device(batch, device, non_blocking=device_type == 'cuda')
 
 # -----------------------------------------------------------------------------
@@ -186,8 +182,7 @@ if init_from == 'resume':
                          f"{checkpoint['config']['gradient_accumulation_steps']}: resume with the same layout")
 model = Transformer(model_config)
 # DDP wants a gradient for every trainable parameter: freeze the learned inputs this objective never reads
-probe = pretraining.batch(sequences('train', torch.Generator().manual_seed(0)), torch.Generator().manual_seed(0),
-                          ordinary_tokens)
+probe = pretraining.batch(sequences('train', torch.Generator().manual_seed(0)), torch.Generator().manual_seed(0), bos)
 model.query_emb.requires_grad_(probe['query_pos'] is not None)
 model.mask_emb.requires_grad_(probe['content_masked'] is not None)
 check_memory(step_memory(model, probe, training=True), device,
@@ -346,14 +341,8 @@ while iter_num < max_iters:
         break
 bar.close()
 
-# -----------------------------------------------------------------------------
-# loss curve next to its CSV
-if master and os.path.exists(log_path):
-    records = [json.loads(line) for line in open(log_path)]
-    line_plot(os.path.join(out_dir, 'loss.png'),
-              {'train': ([r['iter'] for r in records], [r['train_loss'] for r in records]),
-               'val': ([r['iter'] for r in records], [r['val_loss'] for r in records])},
-              title=f"{pretraining.label} on {dataset}", xlabel='iter', ylabel='loss')
+if master and os.path.exists(log_path):  # the loss curve, next to its CSV
+    plot_log(log_path, os.path.join(out_dir, 'loss.png'), title=f"{pretraining.label} on {dataset}")
 if ddp:
     dist.destroy_process_group()
 if stopping:  # saved, not finished: the status a signal gives, so no wrapper (reproduce.sh, a scheduler) counts it done

@@ -3,11 +3,13 @@ Line plots as PNG with pillow only (matplotlib is not a dependency), each writte
 """
 import csv
 import io
+import json
 import math
 import os
 
 import numpy as np
 from PIL import Image, ImageDraw
+
 from checkpoint import atomic_write
 
 
@@ -102,3 +104,11 @@ def line_plot(path, series, title='', xlabel='', ylabel='', logx=False, logy=Fal
         draw.line([W - right - 170, ly + 6, W - right - 150, ly + 6], fill=color, width=3)
         draw.text((W - right - 145, ly), str(name)[:26], fill='black')
     atomic_write(path, lambda f: image.save(f, format='PNG'))
+
+
+def plot_log(log_path, path, title):
+    """A training run's log.jsonl as its loss curve: train and validation loss against the step."""
+    records = [json.loads(line) for line in open(log_path)]
+    steps = [record['iter'] for record in records]
+    line_plot(path, {'train': (steps, [r['train_loss'] for r in records]), 'val': (steps, [r['val_loss'] for r in records])},
+              title=title, xlabel='iter', ylabel='loss')

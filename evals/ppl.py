@@ -19,11 +19,46 @@ import torch.nn.functional as F
 
 from configurator import UsageError
 from data.text import with_bos
-from objectives import prefix_batch, to_device
+from objectives import PAD_GROUP, causal_batch, gather_positions, model_batch, to_device, two_stream_batch
 
 ROW_STYLES = ('bert', 'masked_two_stream')  # one row per prefix length: these need chunking and trimming
-BERT_FUTURES = ('invisible', 'mask')  # objectives.prefix_batch: what a one-stream BERT row holds after its target
+BERT_FUTURES = ('invisible', 'mask')  # prefix_batch: what a one-stream BERT row holds after its target
 DEFAULT_BUCKETS = (0, 1, 2, 4, 8, 16, 32, 64, 128)
+
+# -----------------------------------------------------------------------------
+# evaluation batches: next-token prediction from a prefix only (Eq. 2, Fig. 3)
+
+def prefix_batch(x, style, bert_future='invisible'):
+    """A batch whose target rows predict x_{k+1} from BOS, x_1..x_k, for every k in 0..S-2.
+    'causal' / 'groups' do all k in one sequence (group ids 0,1,2,...). A masked model saw the visible tokens
+    bidirectionally in pretraining, so each prefix gets its own row ((B*(S-1), S) batch): prefix visible
+    (group 0), the target masked. The paper does not say what a one-stream BERT row holds after its target:
+    bert_future='invisible' leaves those positions out (PAD_GROUP); 'mask' keeps them, every one [MASK], so the
+    model sees how many positions follow but none of their tokens. 'mask' is for style 'bert' only (a two-stream
+    content stream has no [MASK]; causal / groups never look ahead)."""
+    B, S = x.shape[:2]
+    if style == 'causal':
+        return causal_batch(x)
+    if style == 'groups':
+        return two_stream_batch(x, torch.arange(1, S, device=x.device).expand(B, S - 1))
+    L = S - 1
+    k = torch.arange(L, device=x.device)  # prefix length; the target is position k + 1
+    rows = x.repeat_interleave(L, dim=0)
+    k_rows = k.repeat(B)
+    positions = torch.arange(S, device=x.device).expand(B * L, S)
+    target = (k_rows + 1)[:, None]
+    after = positions > target
+    one_row = torch.ones(B * L, 1, dtype=torch.bool, device=x.device)  # each row predicts its one target
+    if style == 'bert':
+        if bert_future == 'invisible':  # no real row sees the positions after the target
+            groups, masked = torch.zeros_like(positions).masked_fill(after, PAD_GROUP), positions == target
+        else:  # present, and every one of them [MASK]
+            groups, masked = torch.zeros_like(positions), positions >= target
+        return model_batch(rows, positions, groups, gather_positions(rows, target), one_row, content_masked=masked,
+                           pred_index=target)
+    content_groups = torch.zeros_like(positions).masked_fill(positions >= target, PAD_GROUP)
+    return model_batch(rows, positions, content_groups, gather_positions(rows, target), one_row, query_pos=target,
+                       query_groups=torch.ones_like(target))
 
 # -----------------------------------------------------------------------------
 # evaluation windows
