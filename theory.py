@@ -430,6 +430,9 @@ RUN = {'toy': run_toy, 'tails': run_tails, 'misalign': run_misalign, 'connectivi
 
 def main(argv):
     """argv: a command, then --key=value flags (configurator.configure) over that command's DEFAULTS."""
+    if argv[:1] in (['--help'], ['-h']):
+        print(__doc__.strip() + f"\ncommands: {', '.join(DEFAULTS)}; `python theory.py <command> --help` lists its keys")
+        return
     if not argv or argv[0] not in DEFAULTS:
         raise UsageError(f"usage: python theory.py {{{'|'.join(DEFAULTS)}}} [--key=value ...]"
                          + (f"; unknown command {argv[0]!r}" if argv else ''))

@@ -57,6 +57,9 @@ def prepare(idx_dir, out_dir):
 
 
 if __name__ == '__main__':
+    if sys.argv[1:2] in (['--help'], ['-h']):
+        print(__doc__.strip())
+        sys.exit(0)
     idx_dir = sys.argv[1] if len(sys.argv) > 1 else find_idx_dir()
     if idx_dir is None:
         sys.exit(f"fmnist: Fashion-MNIST not found: run `sudo apt-get install {DEBIAN_PACKAGE}` (Debian/Ubuntu), "

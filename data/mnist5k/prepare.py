@@ -38,6 +38,9 @@ def prepare(out_dir, cache_dir=os.path.join(REPO_ROOT, 'data', 'cache')):
 
 
 if __name__ == '__main__':
+    if sys.argv[1:2] in (['--help'], ['-h']):
+        print(__doc__.strip())
+        sys.exit(0)
     try:
         prepare(sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO_ROOT, 'data', 'mnist5k'))
     except (RuntimeError, ValueError) as err:
