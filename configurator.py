@@ -6,6 +6,7 @@ Config the nanoGPT way, but strict: a script's module globals are its defaults; 
 """
 import ast
 import os
+import re
 import sys
 from ast import literal_eval
 

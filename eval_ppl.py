@@ -49,7 +49,7 @@ buckets = DEFAULT_BUCKETS   # conditioning-length buckets [b_i, b_{i+1}) (Fig. 3
 batch_size = 64             # windows per step
 rows_per_pass = 1024        # target rows per forward pass: bounds the logits (rows x vocab) in memory
 bert_future = 'invisible'   # 'invisible' (default) or 'mask': for one-stream BERT checkpoints, what the positions
-                            # after the target are (left out, or present and all [MASK]; see objectives.prefix_batch)
+                            # after the target are (left out, or present and all [MASK]; see evals.ppl.prefix_batch)
 reading = 'prefix'          # 'prefix': next-token ppl from a prefix only (Eq. 2, Fig. 3); 'elbo': masked checkpoints by
                             # their any-order likelihood bound, the others by their exact left-to-right NLL
 elbo_passes = DEFAULT_PASSES  # reading=elbo: forward passes per window, one per stratum of the masked count m

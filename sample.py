@@ -5,7 +5,7 @@ or, for masked checkpoints, by unmasking a canvas of [MASK]s in any order.
 $ python sample.py --ckpt=out-ar-shakespeare-bytes/ckpt_best.pt --prompt='ROMEO:' --max_new_tokens=300
 $ python sample.py --ckpt=out-vm-shakespeare-bytes/ckpt_best.pt --num_samples=3 --temperature=0.8 --top_k=40
 
-Every objective predicts x_{k+1} from x_1..x_k exactly as eval_ppl.py scores it (objectives.prefix_batch):
+Every objective predicts x_{k+1} from x_1..x_k exactly as eval_ppl.py scores it (evals.ppl.prefix_batch):
   ar (GPT)          the causal output at the last position
   dar, gvp, 2s ar   the query stream at the next position, seeing the content of every earlier position
   mlm, vm (BERT)    the prefix visible, [MASK] at the next position (later ones: --bert_future)

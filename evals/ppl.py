@@ -104,7 +104,7 @@ def target_nll(model, batch):
 def score_windows(model, windows, style, rows_per_pass=1024, autocast=None, bert_future='invisible'):
     """windows: (B, S) token ids, conditioning token in column 0. Returns (B, S-1) float32 NLLs on the CPU,
     column k = -log p(x_{k+1} | x_0..x_k). At most rows_per_pass target rows (rows x vocab logits) per pass.
-    bert_future: style 'bert' only, see objectives.prefix_batch."""
+    bert_future: style 'bert' only, see prefix_batch."""
     autocast = autocast or nullcontext()
     device = next(model.parameters()).device
     B, S = windows.shape

@@ -177,7 +177,7 @@ def test_every_config_fits_its_script_and_byte_configs_change_only_the_data():
 # --help: what nanoGPT users type first
 
 @pytest.mark.parametrize('script,key,comment', [
-    ('train.py', 'mask_ratio', 'vm: (a, b)'), ('eval_ppl.py', 'bert_future', 'see objectives.prefix_batch'),
+    ('train.py', 'mask_ratio', 'vm: (a, b)'), ('eval_ppl.py', 'bert_future', 'see evals.ppl.prefix_batch'),
     ('eval_glue.py', 'device', 'auto = cuda'), ('eval_vision.py', 'attn_backend', "'flex' on CUDA"),
     ('sample.py', 'top_k', 'likeliest'), ('bench.py', 'check', 'one verdict line each'),
     ('data/prepare.py', 'val_fraction', ''), ('data/shakespeare/prepare.py', 'tokenizer', '')])
