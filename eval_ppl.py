@@ -28,13 +28,13 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from checkpoint import atomic_write, load_checkpoint, read_checkpoint
-from devices import pick_attn_backend, setup_processes
 from configurator import UsageError, check_ranges, configure, one_line_errors
+from data.text import TOKENIZERS, load_tokens
+from devices import pick_attn_backend, setup_processes
 from evals.any_order import DEFAULT_PASSES, bound_summary, score_bound
 from evals.plot import line_plot
 from evals.ppl import (BERT_FUTURES, DEFAULT_BUCKETS, NgramBaselines, bucket_name, bucket_table, check_buckets,
                        gather_windows, perplexity, score_windows, window_starts)
-from data.text import TOKENIZERS, load_tokens
 from objectives import Objective
 
 # -----------------------------------------------------------------------------

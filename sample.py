@@ -26,12 +26,11 @@ import sys
 import torch
 
 from checkpoint import load_checkpoint, read_checkpoint
-from devices import pick_attn_backend, setup_processes
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, get_tokenizer
+from devices import pick_attn_backend, setup_processes
 from evals.any_order import model_log_probs, unmask
-from evals.ppl import BERT_FUTURES, ROW_STYLES, take_rows
-from evals.ppl import prefix_batch
+from evals.ppl import BERT_FUTURES, ROW_STYLES, prefix_batch, take_rows
 from objectives import Objective, to_device
 
 # -----------------------------------------------------------------------------

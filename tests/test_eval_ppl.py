@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
+from checkpoint import save_checkpoint
 from conftest import (make_checkpoint, one_error_line, random_tokens, run_in_process, run_script, script_error,
                       write_corpus)
-from checkpoint import save_checkpoint
+from data.text import BOS, iter_windows
 from evals.ppl import (bucket_table, gather_windows, score_windows, window_starts)
 from objectives import Objective
-from data.text import BOS, iter_windows
 
 VOCAB = 64                # small vocabularies keep the library tests fast
 

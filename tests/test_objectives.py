@@ -7,11 +7,12 @@ import pytest
 import torch
 
 import objectives
+from conditioning import conditioning_sets, target_positions
 from conftest import ROOT, random_tokens, run_in_process
+from evals.ppl import prefix_batch
 from objectives import (PAD_GROUP, Kind, Objective, dar_sizes, gvp_sizes, masked_count, masked_sizes,
                         visiting_order)
-from evals.ppl import prefix_batch
-from conditioning import conditioning_sets, target_positions
+
 S = 13  # BOS + 12 positions
 
 

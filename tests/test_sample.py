@@ -6,11 +6,11 @@ import itertools
 import pytest
 import torch
 
-from conftest import make_checkpoint, run_in_process, script_error
 from checkpoint import load_checkpoint
+from conftest import make_checkpoint, run_in_process, script_error
 from evals.any_order import nll_from_log_probs, unmask
-from test_any_order import all_sequences, linear_conditionals
 from evals.ppl import score_windows
+from test_any_order import all_sequences, linear_conditionals
 
 pytestmark = pytest.mark.usefixtures('one_thread')  # tiny ops (conftest.one_thread)
 
