@@ -2,7 +2,7 @@
 PYTHON ?= python
 PIP = $(PYTHON) -m pip install -q --disable-pip-version-check
 
-.PHONY: setup setup-test data demo test theory images glue-offline reproduce reproduce-bytes clean
+.PHONY: setup setup-test data demo test theory images glue-offline reproduce reproduce-bytes masked-generators clean
 
 # torch 2.13.0 only when no torch is present: an unpinned resolve pulls several GB of CUDA packages
 setup:
@@ -68,6 +68,11 @@ reproduce: setup
 # the text comparisons again at byte level, 5 seeds (about 10 h on 2 CPU cores; resumes where it stopped)
 reproduce-bytes: setup
 	TOKENS=bytes PYTHON=$(PYTHON) bash experiments/reproduce.sh all
+
+# masked models as generators: ar, vm and masked diffusion at byte level, read by prefix and by the any-order bound,
+# and sampled by unmasking (about 1 h on 2 CPU cores; finished runs are kept)
+masked-generators: setup
+	PYTHON=$(PYTHON) bash experiments/masked_generators.sh
 
 clean:
 	rm -rf out-* out/
