@@ -277,8 +277,7 @@ if master:
         medians = {key: {metric: float(np.median([r['results'][key][metric] for r in records if r['ckpt'] == c
                                                   and key in r['results']])) for metric in metrics_of[key]}
                    for key in keys}
-        averages = {name: glue_tasks.glue_average({k: medians[k] for k in members},
-                                                  allow_partial=name == 'offline avg' or partial_glue)
+        averages = {name: glue_tasks.glue_average({k: medians[k] for k in members})
                     for name, members in suites.items()}
         summary.append(dict(ckpt=info['path'], objective=info['objective'], attention=info['style'],
                             pooling=info['pooling'], medians=medians, averages=averages))

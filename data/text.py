@@ -407,18 +407,7 @@ def as_token_array(data):
     nanoGPT notes), a numpy array or a tensor."""
     if isinstance(data, (str, Path)):
         return open_bin(data)
-    tokens = data.numpy() if isinstance(data, torch.Tensor) else np.asarray(data)
-    if tokens.ndim != 1:
-        raise UsageError(f"expected a 1-D token stream, got shape {tuple(tokens.shape)}")
-    return tokens
-
-
-def check_length(tokens, block_size):
-    if block_size < 2:
-        raise UsageError(f"block_size={block_size}: a window needs BOS plus at least one token")
-    if len(tokens) < block_size:
-        raise UsageError(f"the token stream has {len(tokens)} tokens, fewer than block_size={block_size}: "
-                         f"use a smaller block_size or a larger corpus")
+    return data.numpy() if isinstance(data, torch.Tensor) else np.asarray(data)
 
 
 def with_bos(rows, bos=BOS):
@@ -432,9 +421,9 @@ def with_bos(rows, bos=BOS):
 def get_batch(data, batch_size, block_size, generator, bos=BOS):
     """(batch_size, block_size) LongTensor: column 0 is BOS, columns 1.. are block_size-1 consecutive
     tokens from offsets drawn with `generator` (a CPU torch.Generator), so the data position is part of
-    the generator state that a checkpoint saves and restores."""
+    the generator state that a checkpoint saves and restores. block_size >= 2 and len(data) >= block_size:
+    train.py checks both where they enter."""
     tokens = as_token_array(data)
-    check_length(tokens, block_size)
     span = block_size - 1
     starts = torch.randint(len(tokens) - span + 1, (batch_size,), generator=generator).numpy()
     return with_bos(tokens[starts[:, None] + np.arange(span)], bos)  # one gather, not a loop over rows
@@ -445,7 +434,6 @@ def iter_windows(data, block_size, batch_size=None, bos=BOS):
     whole split, for evaluation; the last partial span (< block_size-1 tokens) is left out.
     Yields (block_size,) tensors, or (<=batch_size, block_size) stacks when batch_size is given."""
     tokens = as_token_array(data)
-    check_length(tokens, block_size)
     span = block_size - 1
     n_windows = len(tokens) // span
     step = batch_size or 1

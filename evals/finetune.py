@@ -48,9 +48,7 @@ def encode_rows(tokenizer, rows):
 def join_pair(ids_a, ids_b, max_len, bos=SEPARATOR):
     """bos a (bos b), at most max_len ids. A pair too long loses tokens from the end of the LONGER text first
     (both texts keep a share, which a pair task needs); a single text is cut at the end."""
-    if ids_b is None:
-        if max_len < 2:
-            raise UsageError(f"max_len={max_len} leaves no room for text after BOS")
+    if ids_b is None:  # max_len >= 2: eval_glue.py's check_ranges
         return [bos] + list(ids_a[:max_len - 1])
     budget = max_len - 2
     if budget < 2:
@@ -71,8 +69,7 @@ def join_pair(ids_a, ids_b, max_len, bos=SEPARATOR):
 
 
 def resolve_pooling(pooling, style):
-    if style not in STYLES:
-        raise UsageError(f"attention must be 'auto', 'causal' or 'bidirectional', got {style!r}")
+    """pooling is the user's (checked here); style is one of STYLES (a pretraining attention or a checked flag)."""
     if pooling == 'auto':
         return 'last' if style == 'causal' else 'mean'
     if pooling not in POOLINGS:
@@ -87,9 +84,7 @@ def pad_batch(sequences, style, pad_to=None):
     """Right-pad to the longest sequence (or pad_to: static shapes for compiled kernels).
     -> dict(content, content_pos, content_groups) for Transformer.trunk, and lengths (B,)."""
     lengths = torch.tensor([len(s) for s in sequences], dtype=torch.long)
-    S = int(lengths.max()) if pad_to is None else pad_to
-    if int(lengths.max()) > S:
-        raise UsageError(f"a sequence of {int(lengths.max())} ids does not fit pad_to={S}")
+    S = int(lengths.max()) if pad_to is None else pad_to  # join_pair kept every sequence within pad_to
     content = torch.zeros(len(sequences), S, dtype=torch.long)
     for row, ids in enumerate(sequences):
         content[row, :len(ids)] = torch.as_tensor(ids, dtype=torch.long)
@@ -106,10 +101,8 @@ def pool(hidden, lengths, pooling):
         return hidden[:, 0]
     if pooling == 'last':
         return hidden[torch.arange(hidden.shape[0], device=hidden.device), lengths - 1]
-    if pooling == 'mean':
-        real = (torch.arange(hidden.shape[1], device=hidden.device)[None, :] < lengths[:, None]).to(hidden.dtype)
-        return (hidden * real[..., None]).sum(dim=1) / lengths[:, None].to(hidden.dtype)
-    raise UsageError(f"pooling must be 'last', 'first' or 'mean', got {pooling!r}")
+    real = (torch.arange(hidden.shape[1], device=hidden.device)[None, :] < lengths[:, None]).to(hidden.dtype)
+    return (hidden * real[..., None]).sum(dim=1) / lengths[:, None].to(hidden.dtype)  # 'mean' (resolve_pooling)
 
 
 def length_batches(lengths, batch_size):

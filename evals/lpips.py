@@ -152,8 +152,6 @@ class LPIPS(nn.Module):
 
     def __init__(self, net='alex', weights_path=None):
         super().__init__()
-        if net not in BACKBONES:
-            raise UsageError(f"LPIPS net must be one of {sorted(BACKBONES)}, got {net!r}")
         self.net_name = net
         layers, slice_ends, widths = BACKBONES[net]()
         self.scaling_layer = InputScaling()
@@ -170,18 +168,11 @@ class LPIPS(nn.Module):
         self.requires_grad_(False)
         self.eval()
 
-    def prepare(self, images):
-        if images.ndim != 4 or images.shape[1] not in (1, 3):
-            raise UsageError(f"LPIPS wants (B, 1 or 3, H, W) images in [0, 1], got shape {tuple(images.shape)}")
-        if min(images.shape[-2:]) < MIN_SIDE[self.net_name]:
-            raise UsageError(f"LPIPS-{self.net_name} needs images of at least {MIN_SIDE[self.net_name]} px a side, "
-                             f"got {tuple(images.shape[-2:])}: upsample them first")
+    def prepare(self, images):  # the caller upsamples to MIN_SIDE[net] (eval_vision.model_images)
         images = images.expand(-1, 3, -1, -1)  # grey -> RGB (no copy)
         return self.scaling_layer(2 * images - 1)
 
     def forward(self, x, y):
-        if x.shape != y.shape:
-            raise UsageError(f"LPIPS compares same-shape batches, got {tuple(x.shape)} and {tuple(y.shape)}")
         features = self.net(self.prepare(torch.cat([x, y])))  # one pass for both halves
         distance = 0
         for k, f in enumerate(features):

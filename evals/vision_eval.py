@@ -38,9 +38,7 @@ def pool_rows(hidden, pooling):
     """(B, S, d) -> (B, d): mean over the patch rows (MAE's global pool), or the CLS row."""
     if pooling == 'mean':
         return hidden[:, 1:].mean(dim=1)
-    if pooling == 'cls':
-        return hidden[:, 0]
-    raise UsageError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
+    return hidden[:, 0]  # 'cls': check_pool vetted the name
 
 
 def check_pool(pooling, groups):
@@ -182,8 +180,6 @@ def fill_order(image_ids, n_patches, ratio, seed, order='random'):
     if not 1 <= n_masked < n_patches:
         raise UsageError(f"mask ratio {ratio} of {n_patches} patches masks {n_masked}: pick a ratio that masks "
                          "at least one patch and leaves one visible")
-    if order not in ('random', 'raster'):
-        raise UsageError(f"fill order must be 'random' or 'raster', got {order!r}")
     rows = []
     for image_id in image_ids:
         generator = torch.Generator().manual_seed(seed * 1_000_003 + int(image_id))
@@ -215,11 +211,9 @@ def fill_step_batch(current, order, step, style):
         groups = torch.zeros_like(positions).masked_fill(pending, PAD_GROUP)
         return model_batch(content, positions, groups, valid=one_row, query_pos=target,
                            query_groups=torch.ones_like(target))
-    if style == 'groups':
-        groups = torch.where(done, fill_rank + 1, 0).masked_fill(pending, PAD_GROUP)
-        return model_batch(content, positions, groups, valid=one_row, query_pos=target,
-                           query_groups=torch.full_like(target, step + 1))
-    raise UsageError(f"unknown reconstruction style {style!r}: one of {', '.join(RECON_STYLES)}")
+    groups = torch.where(done, fill_rank + 1, 0).masked_fill(pending, PAD_GROUP)  # 'groups'
+    return model_batch(content, positions, groups, valid=one_row, query_pos=target,
+                       query_groups=torch.full_like(target, step + 1))
 
 
 def visible_patch_stats(seqs, masked):

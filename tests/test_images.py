@@ -144,8 +144,7 @@ def test_fmnist_prepare_and_load(tmp_path, monkeypatch):
 
 def test_load_images_errors(tmp_path):
     for name, split, message in (('mnist5k', 'train', 'python data/mnist5k/prepare.py'),
-                                 ('mnist5k', 'test', 'split must be'), ('cifar', 'train', 'unknown image set'),
-                                 ('mnist', 'train', 'IDX files')):
+                                 ('cifar', 'train', 'unknown image set'), ('mnist', 'train', 'IDX files')):
         with pytest.raises(ValueError, match=message):
             imgs.load_images(name, split, data_root=str(tmp_path))
     (tmp_path / 'fmnist').mkdir()
@@ -176,8 +175,6 @@ def test_in_memory_batches(digits):
     assert resized.shape == padded.shape == (3, 1, 32, 32)
     assert 0 <= resized.min() and resized.max() <= 1
     assert torch.equal(padded[..., 2:30, 2:30], x) and padded[..., :2, :].abs().sum() == 0
-    with pytest.raises(ValueError, match='indices'):
-        ds.batch([12])
 
 
 def test_augmentation_is_deterministic_from_generator(digits):
@@ -249,8 +246,6 @@ def test_image_folder(tmp_path):
     assert a.shape == (5, 3, 16, 16) and torch.equal(a, b)
     val = imgs.load_images(f'imagefolder:{tmp_path}', 'val')
     assert val.labels.tolist() == [1, 1]  # class ids come from train's folders
-    with pytest.raises(ValueError, match='only for in-memory'):
-        train.batch([0], 16, fit='pad')
     # a file whose header reads but whose pixels are cut off: warned about and replaced by the next file
     cat_png = tmp_path / 'train' / 'cat' / '2.png'
     cat_png.write_bytes(cat_png.read_bytes()[:60])
@@ -322,13 +317,8 @@ def test_lpips_gradients_reach_input(lpips_alex):
     assert all(not p.requires_grad for p in lpips_alex.parameters())
 
 
-def test_lpips_bad_input(lpips_alex, tmp_path):
+def test_lpips_bad_input(tmp_path):
     from evals import lpips
-    for shape_a, shape_b, message in (((1, 3, 32, 32), (2, 3, 32, 32), 'same-shape'),
-                                      ((1, 3, 16, 16), (1, 3, 16, 16), 'at least 21 px'),
-                                      ((1, 2, 32, 32), (1, 2, 32, 32), '1 or 3')):
-        with pytest.raises(ValueError, match=message):
-            lpips_alex(torch.rand(shape_a), torch.rand(shape_b))
     (tmp_path / 'w.pth').write_bytes(b'garbage')
     with pytest.raises(ValueError, match='cannot read LPIPS weights'):
         lpips.LPIPS('alex', weights_path=str(tmp_path / 'w.pth'))

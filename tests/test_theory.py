@@ -309,8 +309,6 @@ def test_features_follow_pretraining_attention(tmp_path):
     assert np.allclose(theory.pooled_features(model, windows, 'causal', 'mean'), mean_after_bos, atol=1e-6)
     with pytest.raises(ValueError, match='pooling'):
         theory.pooled_features(model, windows, 'causal', 'first')
-    with pytest.raises(ValueError, match='attention'):
-        theory.pooled_features(model, windows, 'sideways')
 
 def test_effective_rank_features_of_ar_do_not_see_later_tokens(tmp_path):
     torch = pytest.importorskip('torch')
