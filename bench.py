@@ -33,9 +33,9 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from checkpoint import atomic_write
-from devices import peak_flops, pick_compile, setup_processes, step_flops
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, model_vocab_size
+from devices import peak_flops, pick_compile, setup_processes, step_flops
 from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask
 from objectives import Objective, to_device
 

@@ -20,14 +20,14 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from checkpoint import atomic_write, load_checkpoint, read_checkpoint
-from devices import pick_attn_backend, setup_processes
-from evals.finetune import lr_at
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import glue_tasks
+from data.text import TOKENIZERS, get_tokenizer
+from devices import pick_attn_backend, setup_processes
+from evals.finetune import lr_at
 from evals.finetune import (STYLES, Classifier, encode_rows, fit_least_squares, fit_logistic, join_pair,
                            length_batches, pad_batch, resolve_pooling, standardize, task_loss,
                            to_predictions)
-from data.text import TOKENIZERS, get_tokenizer
 from evals.plot import write_csv
 from objectives import Objective
 

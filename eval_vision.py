@@ -36,10 +36,10 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
 from checkpoint import atomic_write, load_checkpoint, read_checkpoint
-from devices import pick_attn_backend, setup_processes
-from evals.finetune import lr_at
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.images import load_images
+from devices import pick_attn_backend, setup_processes
+from evals.finetune import lr_at
 from evals.lpips import MIN_SIDE
 from evals.vision_eval import (Classifier, accuracy, check_pool, encode, fill_order, layer_decay_groups,
                               masked_l2, mean_fill, mixup, reconstruct, save_grid,

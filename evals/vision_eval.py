@@ -17,8 +17,8 @@ import torch.nn.functional as F
 from PIL import Image
 
 from checkpoint import atomic_write
-from evals.finetune import lr_at
 from configurator import UsageError
+from evals.finetune import lr_at
 from model import patchify, unpatchify
 from objectives import PAD_GROUP, model_batch
 

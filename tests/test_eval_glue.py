@@ -14,10 +14,10 @@ from sklearn import linear_model
 from sklearn import metrics as skm
 
 from conftest import FIXTURES_GLUE, make_checkpoint, run_script, script_error
-from evals.finetune import lr_at
 from data import glue_tasks as gt
-from evals import finetune as ft
 from data.text import get_tokenizer
+from evals import finetune as ft
+from evals.finetune import lr_at
 from model import PAD_GROUP
 from objectives import Objective
 

@@ -6,11 +6,11 @@ import os
 import pytest
 import torch
 
+from conditioning import conditioning_sets, target_positions
 from conftest import ROOT, make_checkpoint, one_error_line, run_script
 from evals import vision_eval as ve
 from model import ModelConfig, Transformer
 from objectives import Objective
-from conditioning import conditioning_sets, target_positions
 
 N_PATCHES = 16  # 28 px images, patch 7
 
