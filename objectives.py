@@ -53,16 +53,17 @@ def visiting_order(B, L, random_order, generator):
 
 def groups_from_sizes(order, sizes):
     """Scatter group ids along an order: sizes (B, K) are the group sizes in visiting order, G_0 first. Sizes
-    may sum past L (dar draws a row of t's long enough for any |G_1|): the ranks past L do not exist, so the
-    last group is whatever is left. Example, dar t = 2, L = 5, |G_1| = 1: sizes [0, 1, 2, 2, 2, 2, 2] ->
-    ends [0, 1, 3, 5, 7, ...] -> ranks 0..4 fall in groups [1, 2, 2, 3, 3]."""
+    may sum past L (dar draws a row of t's long enough for any |G_1|): no rank lies past L, so the groups there
+    are silently empty and the last real group is whatever is left. Example, dar t = 2, L = 5, |G_1| = 1: sizes
+    [0, 1, 2, 2, 2, 2, 2] -> ends [0, 1, 3, 5, 7, ...] -> ranks 0..4 in groups [1, 2, 2, 3, 3]; groups 4.. empty."""
     B, L = order.shape
     ends = sizes.cumsum(dim=1).contiguous()  # the rank at which each group ends
     group_of_rank = torch.searchsorted(ends, torch.arange(L).expand(B, L).contiguous(), right=True)
     return torch.empty_like(group_of_rank).scatter_(1, order - 1, group_of_rank)  # groups[:, p - 1]: position p
 
 def dar_sizes(B, L, t, generator):
-    """|G_1| ~ U{1..t} per sequence, then groups of t (Sec. 5.1); G_0 (conditioning only) is empty."""
+    """|G_1| ~ U{1..t} per sequence, then groups of t (Sec. 5.1); G_0 (conditioning only) is empty. The row of
+    t's is L long, so the sizes sum past L on purpose; groups_from_sizes cuts them at L (its docstring's example)."""
     first = torch.randint(1, t + 1, (B, 1), generator=generator, device=generator.device).cpu()
     return torch.cat([torch.zeros(B, 1, dtype=torch.long), first, torch.full((B, L), t)], dim=1)
 
