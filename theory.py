@@ -178,6 +178,13 @@ def top_pair_similarities(features, top=10 ** 5, block_rows=1024):
         kept = values if len(values) <= top else np.partition(values, len(values) - top)[-top:]
     return np.sort(kept)[::-1]
 
+def connectivity_rows(features, cosine=False, centred=False):
+    """The rows whose inner products Fig. 2 ranks: raw features (App. B.2), unit length (cosine), and/or with the
+    mean feature taken out first (centred), so that features which all point one way do not count as connected."""
+    rows = np.asarray(features, np.float64)
+    rows = rows - rows.mean(axis=0) if centred else rows
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True).clip(1e-12) if cosine else rows
+
 def effective_rank(matrix=None, tau=0.9, gram=None):
     """rank_tau (MAE-LM Sec. 2.2): the smallest k whose top-k squared singular values hold a fraction tau.
     Takes H (n, d), or its Gram H^T H, whose eigenvalues are those squared singular values."""
@@ -368,9 +375,7 @@ def run_connectivity(args):
         style, pooling = pretraining.attention, encoding(pretraining.attention, args.pooling)
         windows = text_windows(args.data_dir, model.config.block_size, args.num_samples, model.config.tokenizer)
         features = pooled_features(model, windows, style, pooling, args.batch_size, args.device, args.progress)
-        if args.cosine:
-            features = features / np.linalg.norm(features, axis=1, keepdims=True).clip(1e-12)
-        top = top_pair_similarities(features, args.top)
+        top = top_pair_similarities(connectivity_rows(features, args.cosine, args.centred), args.top)
         label = f"{len(series) + 1}: {pretraining.label} {Path(ckpt_path).parent.name}"
         ranks = log_ranks(len(top))  # the curve at log-spaced ranks: the full one is 1e5 numbers a model
         series[label] = (ranks, top[ranks - 1])
@@ -420,7 +425,7 @@ CHECKPOINT = dict(dataset='', batch_size=64, device='cpu', out_dir='out/theory',
 DEFAULTS = {  # per command; --visible=() means 1..s-1, --vm=() no vm range
     'toy': dict(TOY, objective='', json=False), 'tails': TOY,
     'misalign': dict(s=128, rho=(0.15, 0.3), vm=(0.15, 0.3), out_dir='out/theory'),
-    'connectivity': dict(CHECKPOINT, ckpt=(), num_samples=8000, top=10 ** 5, cosine=False, pooling='auto'),
+    'connectivity': dict(CHECKPOINT, ckpt=(), num_samples=8000, top=10 ** 5, cosine=False, centred=False, pooling='auto'),
     'effrank': dict(CHECKPOINT, ckpt='', num_samples=512, tau=0.9, mask_ratio=0.15, seed=0),
     'maskloss': dict(CHECKPOINT, ckpt=(), num_samples=512, ratios=(0.05, 0.15, 0.3, 0.5, 0.7, 0.9), seed=0)}
 RUN = {'toy': run_toy, 'tails': run_tails, 'misalign': run_misalign, 'connectivity': run_connectivity,

@@ -197,7 +197,7 @@ fig2() {  # 8000 held-out windows, top 1e5 pairs (App. B.2); the table2 ar and t
       case $variant in
         raw) script="theory.py connectivity"; dir=fig2 ;;
         cosine) script="theory.py connectivity --cosine=True"; dir=fig2-cosine ;;
-        centred) script="-m experiments.fig2_centred"; dir=fig2-centred ;;
+        centred) script="theory.py connectivity --cosine=True --centred=True"; dir=fig2-centred ;;
       esac
       kept $OUT/$dir/$seed/connectivity.csv ||
         queue $OUT/$dir/$seed "$OUT/text/ar-$seed $OUT/table7/mlm15-$seed" "$PYTHON $script $ckpts \

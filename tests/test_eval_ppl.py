@@ -238,7 +238,7 @@ def test_bad_input_gives_one_line(tmp_path, tiny_corpus, case, expected):
         args[0] = f'--ckpt={make_checkpoint(tmp_path / "img.pt", "vm", input_kind="patches")[0]}'
     elif case == 'bert_future':
         args.append('--bert_future=visible')
-    result = run_script('eval_ppl.py', *args, f'--out_dir={tmp_path}/out', timeout=120)
+    result = run_script('eval_ppl.py', *args, f'--out_dir={tmp_path}/out')
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 1 and len(lines) == 1, result.stderr
     assert lines[0].startswith('eval_ppl.py: error:') and expected in lines[0]

@@ -110,13 +110,13 @@ def test_every_run_gets_the_whole_recipe(tmp_path):
     assert len(maskloss) == 2 and all(sum(a.startswith('--ckpt=') for a in args) == 3 for args in maskloss)
     assert sum(c.startswith("eval_glue.py") for c in calls) == 2 * 3  # seeds x (linear probe, fine-tune ar, dar)
     assert sum(c.startswith('eval_vision.py') for c in calls) == 2 * 4
-    connectivity = [c.split() for c in calls if c.startswith('theory.py connectivity')]
+    connectivity = [c.split() for c in calls if c.startswith('theory.py connectivity') and '--centred=True' not in c]
     assert len(connectivity) == 2 * 2  # raw and cosine, per seed
     for args in connectivity:  # two checkpoints, the data, the flag only for the cosine run, one out_dir
         assert sum(a.startswith('--ckpt=') for a in args) == 2 and '--dataset=shakespeare' in args, args
         assert '--progress=False' in args and len(args) == (8 if '--cosine=True' in args else 7) and args[-1].startswith('--out_dir=') and \
             args[-1].endswith(('fig2/7', 'fig2/8', 'cosine/7', 'cosine/8')), args
-    centred = [c.split() for c in calls if c.startswith('-m experiments.fig2_centred')]
+    centred = [c.split() for c in calls if c.startswith('theory.py connectivity') and '--centred=True' in c]
     assert len(centred) == 2 and all(sum(a.startswith('--ckpt=') for a in args) == 2 and '--dataset=shakespeare' in args
                                      and args[-1].endswith(('centred/7', 'centred/8')) for args in centred), centred
 
@@ -278,7 +278,7 @@ case "$*" in
   *linprobe_glue*) touch $dir/glue_linprobe.json ;;
   *glue_offline*) touch $dir/glue_finetune.json ;;
   *maskloss*) touch $dir/maskloss.csv ;;
-  *connectivity*|*fig2_centred*) touch $dir/connectivity.csv ;;
+  *connectivity*) touch $dir/connectivity.csv ;;
 esac
 echo "end $dir" >> {log}
 """)
@@ -567,17 +567,16 @@ def test_b2_highest_at_short_prefixes_means_above_every_later_bucket(tmp_path):
 def test_centring_removes_a_shared_direction():
     """Features that share one large direction have every cosine near 1 (Fig. 2 reads that as connected); centred,
     the cosines are those of the independent parts, near 0 for random ones; an exact copy stays at 1."""
-    from experiments.fig2_centred import centred_unit_rows
-    from theory import top_pair_similarities
+    from theory import connectivity_rows, top_pair_similarities
     rng = np.random.default_rng(0)
     shared = 50.0 * rng.standard_normal(32)
     features = shared + rng.standard_normal((400, 32))
-    plain = features / np.linalg.norm(features, axis=1, keepdims=True)
+    plain = connectivity_rows(features, cosine=True)
     assert top_pair_similarities(plain, top=1000)[-1] > 0.99
-    centred = centred_unit_rows(features)
+    centred = connectivity_rows(features, cosine=True, centred=True)
     assert np.allclose(np.linalg.norm(centred, axis=1), 1) and np.allclose(centred.mean(axis=0) @ centred.T, 0, atol=0.1)
     assert top_pair_similarities(centred, top=1000)[-1] < 0.6
-    with_copy = centred_unit_rows(np.vstack([features, features[:1]]))
+    with_copy = connectivity_rows(np.vstack([features, features[:1]]), cosine=True, centred=True)
     assert top_pair_similarities(with_copy, top=1)[0] == pytest.approx(1.0)
 
 
