@@ -120,7 +120,8 @@ def test_sigkill_during_checkpoint_write_keeps_the_previous_one(tmp_path):
 
 @pytest.mark.parametrize('objective,extra', [
     ('ar', ['--compile=False', '--device=cpu', '--dtype=float32', '--attn_backend=sdpa']),  # nanoGPT's CPU flags
-    ('dar', []), ('mlm', []), ('vm', ['--two_stream=True']), ('gvp', ['--n_groups=4'])])
+    ('dar', []), ('mlm', []), ('vm', ['--two_stream=True']), ('gvp', ['--n_groups=4']), ('mdlm', []),
+    ('mdlm', ['--two_stream=True'])])
 def test_every_objective_learns_and_writes_its_outputs(tmp_path, tiny_corpus, objective, extra):
     out = tmp_path / objective
     train_here(out, tiny_corpus, f'--objective={objective}', *extra, '--max_iters=30', '--eval_interval=10',
@@ -307,3 +308,20 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_corpus
     kept = read_checkpoint(out / 'ckpt_last.pt')
     assert kept['iter'] == good['iter'] == 2
     assert all(torch.isfinite(v).all() for v in kept['model'].values())
+
+
+def test_train_tokens_keeps_training_on_the_first_tokens_only(tmp_path):
+    """A data-constrained run: with train_tokens=N every training row comes from the first N tokens (repeated),
+    while validation still reads the whole held-out split."""
+    rng = np.random.default_rng(0)
+    corpus = write_corpus(tmp_path / 'corpus', np.concatenate([rng.integers(0, 20, 600), rng.integers(20, 40, 3000)]),
+                          rng.integers(0, 40, 600))
+    state = run_in_process('train.py', f'--dataset={corpus}', f'--out_dir={tmp_path / "out"}', *TINY,
+                           '--train_tokens=600', '--max_iters=0')
+    generator = torch.Generator().manual_seed(0)
+    rows = torch.cat([state['sequences']('train', generator)[:, 1:] for _ in range(50)])
+    assert rows.max() < 20  # never past the first 600 tokens (ids 20-39 begin there)
+    held_out = torch.cat([state['sequences']('val', generator)[:, 1:] for _ in range(50)])
+    assert held_out.max() >= 20
+    assert 'train_tokens' in script_error('train.py', f'--dataset={corpus}', f'--out_dir={tmp_path / "other"}',
+                                          *TINY, '--train_tokens=-1')
