@@ -224,17 +224,15 @@ class Transformer(nn.Module):
         for p in (self.query_emb, self.mask_emb) + ((self.cls_emb,) if config.input_kind == 'patches' else ()):
             nn.init.normal_(p, mean=0.0, std=0.02)
 
-    def _init_weights(self, module):
+    def _init_weights(self, module):  # GPT-2's
         if isinstance(module, (nn.Linear, nn.Embedding)):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
+            if getattr(module, 'bias', None) is not None:
+                nn.init.zeros_(module.bias)
 
-    def num_params(self, non_embedding=True):
-        n = sum(p.numel() for p in self.parameters())
-        if non_embedding and self.config.input_kind == 'tokens':
-            n -= self.wpe.weight.numel()
-        return n
+    def num_params(self, non_embedding=True):  # nanoGPT's count: position embeddings left out
+        embedding = self.wpe.weight.numel() if non_embedding and self.config.input_kind == 'tokens' else 0
+        return sum(p.numel() for p in self.parameters()) - embedding
 
     def optim_groups(self, weight_decay):
         """AdamW groups: decay matrices of linear layers only, never norms, biases or embeddings."""
@@ -296,11 +294,13 @@ class Transformer(nn.Module):
         return preds, self.loss(preds, targets, valid, per_sequence)
 
     def loss(self, preds, targets, valid, per_sequence=False):
-        """Token cross-entropy, or per-patch pixel MSE (optionally MAE-normalised), averaged over valid targets:
-        over all of them, or (per_sequence) over each sequence's own, then over sequences. MDLM's ELBO weights
-        every sequence alike whatever its masked count; the plain mean gives heavily masked rows more weight."""
-        if self.config.input_kind == 'tokens':
-            per_target = F.cross_entropy(preds.float().flatten(0, 1), targets.flatten(), reduction='none')
+        """Token cross-entropy or per-patch pixel MSE (MAE-normalised or not), averaged over all valid targets, or
+        (per_sequence: MDLM's ELBO, every sequence alike) over each sequence's own, then over the sequences."""
+        if self.config.input_kind == 'tokens':  # the plain mean as one call: the same bits as every recorded run
+            per_target = F.cross_entropy(preds.float().flatten(0, 1), targets.masked_fill(~valid, -100).flatten(),
+                                         ignore_index=-100, reduction='none' if per_sequence else 'mean')
+            if not per_sequence:
+                return per_target
         else:
             if self.config.norm_pix_loss:
                 mean, var = targets.mean(dim=-1, keepdim=True), targets.var(dim=-1, keepdim=True)

@@ -268,16 +268,13 @@ if master:
     os.makedirs(out_dir, exist_ok=True)
     print(f"{pretraining.label} | {raw_model.num_params() / 1e6:.2f}M parameters | {device} {dtype} {attn_backend}"
           f"{' compiled' if compile else ''} | {world_size} process(es) x {accum} micro-steps x {batch_size}")
-if master and init_from == 'scratch':  # only reached with --overwrite=True when the files exist
-    for path in run_files:
-        if os.path.exists(path):
-            os.remove(path)
+    for path in filter(os.path.exists, run_files if init_from == 'scratch' else []):  # --overwrite=True said so
+        os.remove(path)
 peak = peak_flops(torch.cuda.get_device_name(device), dtype) if device_type == 'cuda' else None
 bar = tqdm(total=max_iters, initial=iter_num, disable=not (master and progress), dynamic_ncols=True)
-train_loss_sum, train_loss_count = torch.zeros((), device=device), 0
+train_loss_sum, train_loss_count, stopping = torch.zeros((), device=device), 0, False
 tokens_per_step = batch_size * (block_size if input_kind == 'tokens' else model_config.block_size) * accum * world_size
 model.train()
-stopping = False
 while iter_num < max_iters:
     lr = lr_at(iter_num)
     for group in optimizer.param_groups:

@@ -10,7 +10,7 @@ import objectives
 from conditioning import conditioning_sets, target_positions
 from conftest import ROOT, random_tokens, run_in_process
 from evals.ppl import prefix_batch
-from objectives import (PAD_GROUP, Kind, Objective, dar_sizes, gvp_sizes, masked_count, masked_sizes,
+from objectives import (PAD_GROUP, Kind, Objective, dar_sizes, groups_from_sizes, gvp_sizes, masked_count, masked_sizes,
                         visiting_order)
 
 S = 13  # BOS + 12 positions
@@ -366,3 +366,18 @@ def test_python_objectives_prints_the_masks_the_readme_shows(capsys):
     for block in printed.split('\n\n'):
         if block.startswith(('dar', 'vm')):
             assert block in readme, block.splitlines()[0]
+
+
+@pytest.mark.parametrize('objective,options', [('vm', {}), ('mlm', dict(two_stream=True)), ('gvp', dict(n_groups=3))])
+def test_group_sizes_are_drawn_before_the_order(objective, options):
+    """The generator's draws come in one order, sizes then visiting order, so that a run trained with a given seed
+    draws exactly the batches of every recorded run (a swap gives other masks from the same seed)."""
+    kind_sizes = {'vm': lambda g: masked_sizes(6, 12, (0.15, 0.30), g)[0],
+                  'mlm': lambda g: masked_sizes(6, 12, 0.15, g)[0],
+                  'gvp': lambda g: gvp_sizes(6, 12, 3, 'mixed', g)}[objective]
+    generator = torch.Generator().manual_seed(3)
+    sizes = kind_sizes(generator)
+    expected = groups_from_sizes(visiting_order(6, 12, True, generator), sizes)
+    drawn = Objective(objective, **options).kind.groups(Objective(objective, **options), 6, 12,
+                                                        torch.Generator().manual_seed(3))
+    assert torch.equal(drawn, expected)
