@@ -221,43 +221,40 @@ if baselines is not None:  # scored like a checkpoint, on the same windows, so t
 
 # -----------------------------------------------------------------------------
 # report: table, Fig. 3 plot + CSV, JSON summary (rank 0 only)
-if master and reading == 'elbo':  # one number per checkpoint: nats per token, its standard error, ppl
-    name_width = max(len('checkpoint'), *(len(run['name']) for run in runs)) + 2
-    objective_width = max(len('objective'), *(len(run['objective']) for run in runs)) + 2
-    print(f"{'checkpoint':<{name_width}}{'objective':<{objective_width}}{'reading':<17}{'nats/tok':>10}{'+- se':>9}{'ppl':>10}"
-          f"{'tok/s':>10}")
-    for run in runs:
-        print(f"{run['name']:<{name_width}}{run['objective']:<{objective_width}}{run['reading']:<17}{run['nll']:>10.4f}"
-              f"{run['se']:>9.4f}{run['ppl']:>10.3f}{run['tokens_per_sec']:>10.0f}")
+if master:
     os.makedirs(out_dir, exist_ok=True)
-    summary = dict(data=data_dir, split=split, reading=reading, block_size=block_size, windows=len(starts),
-                   targets=n_targets, elbo_passes=elbo_passes, seed=seed, tokenizer=tokenizer,
-                   baseline_dataset=baseline_from, device=device, dtype=dtype, world_size=world_size, checkpoints=runs)
-    atomic_write(os.path.join(out_dir, 'summary.json'), json.dumps(summary, indent=1))
-    print(f"any-order bound: {min(elbo_passes, block_size - 1)} forward passes per window, stratified over the "
-          f"masked count m; se across {len(starts)} windows. wrote {os.path.join(out_dir, 'summary.json')}")
-elif master:
-    columns = [bucket_name(b) for b in runs[0]['buckets']]
-    width = max(12, *(len(c) + 2 for c in columns))
     name_width = max(len('checkpoint'), *(len(run['name']) for run in runs)) + 2
-    print(f"{'checkpoint':<{name_width}}{'objective':<11}{'style':<19}{'ppl':>{width}}" +
-          ''.join(f"{c:>{width}}" for c in columns) + f"{'tok/s':>10}")
-    for run in runs:
-        style = run['style'] + (f" ({run['bert_future']})" if run['bert_future'] else '')  # e.g. 'bert (mask)'
-        print(f"{run['name']:<{name_width}}{run['objective']:<11}{style:<19}{run['ppl']:>{width}.2f}" +
-              ''.join(f"{b['ppl']:>{width}.2f}" for b in run['buckets']) + f"{run['tokens_per_sec']:>10.0f}")
-    os.makedirs(out_dir, exist_ok=True)
-    # x = k + 1 (the prefix tokens seen, BOS included) so the log axis can show k = 0
-    line_plot(os.path.join(out_dir, 'ppl_by_k.png'),
-              {run['name']: ([b['k_first'] + 1 for b in run['buckets']], [b['ppl'] for b in run['buckets']])
-               for run in runs},
-              title=f"perplexity by conditioning length on {os.path.basename(data_dir)} ({split})",
-              xlabel='k+1 (bucket start)', ylabel='ppl', logx=True, logy=True)
+    if reading == 'elbo':  # one number per checkpoint: nats per token, its standard error, ppl
+        objective_width = max(len('objective'), *(len(run['objective']) for run in runs)) + 2
+        print(f"{'checkpoint':<{name_width}}{'objective':<{objective_width}}{'reading':<17}{'nats/tok':>10}"
+              f"{'+- se':>9}{'ppl':>10}{'tok/s':>10}")
+        for run in runs:
+            print(f"{run['name']:<{name_width}}{run['objective']:<{objective_width}}{run['reading']:<17}"
+                  f"{run['nll']:>10.4f}{run['se']:>9.4f}{run['ppl']:>10.3f}{run['tokens_per_sec']:>10.0f}")
+        settings = dict(reading=reading, elbo_passes=elbo_passes, seed=seed)
+        wrote = (f"any-order bound: {min(elbo_passes, block_size - 1)} forward passes per window, stratified over "
+                 f"the masked count m; se across {len(starts)} windows. wrote {os.path.join(out_dir, 'summary.json')}")
+    else:
+        columns = [bucket_name(b) for b in runs[0]['buckets']]
+        width = max(12, *(len(c) + 2 for c in columns))
+        print(f"{'checkpoint':<{name_width}}{'objective':<11}{'style':<19}{'ppl':>{width}}" +
+              ''.join(f"{c:>{width}}" for c in columns) + f"{'tok/s':>10}")
+        for run in runs:
+            style = run['style'] + (f" ({run['bert_future']})" if run['bert_future'] else '')  # e.g. 'bert (mask)'
+            print(f"{run['name']:<{name_width}}{run['objective']:<11}{style:<19}{run['ppl']:>{width}.2f}" +
+                  ''.join(f"{b['ppl']:>{width}.2f}" for b in run['buckets']) + f"{run['tokens_per_sec']:>10.0f}")
+        # x = k + 1 (the prefix tokens seen, BOS included) so the log axis can show k = 0
+        line_plot(os.path.join(out_dir, 'ppl_by_k.png'),
+                  {run['name']: ([b['k_first'] + 1 for b in run['buckets']], [b['ppl'] for b in run['buckets']])
+                   for run in runs},
+                  title=f"perplexity by conditioning length on {os.path.basename(data_dir)} ({split})",
+                  xlabel='k+1 (bucket start)', ylabel='ppl', logx=True, logy=True)
+        settings = dict(bucket_edges=list(buckets), bert_future=bert_future)
+        wrote = f"wrote {os.path.join(out_dir, 'ppl_by_k.png')}, ppl_by_k.csv and summary.json"
     summary = dict(data=data_dir, split=split, block_size=block_size, windows=len(starts), targets=n_targets,
-                   bucket_edges=list(buckets), bert_future=bert_future, tokenizer=tokenizer,
-                   baseline_dataset=baseline_from, device=device, dtype=dtype,
+                   **settings, tokenizer=tokenizer, baseline_dataset=baseline_from, device=device, dtype=dtype,
                    world_size=world_size, checkpoints=runs)
     atomic_write(os.path.join(out_dir, 'summary.json'), json.dumps(summary, indent=1))
-    print(f"wrote {os.path.join(out_dir, 'ppl_by_k.png')}, ppl_by_k.csv and summary.json")
+    print(wrote)
 if ddp:
     dist.destroy_process_group()

@@ -22,6 +22,7 @@ from checkpoint import model_config_from, read_checkpoint, save_checkpoint
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from devices import (check_memory, peak_flops, pick_attn_backend, pick_compile, setup_processes, step_flops,
                      step_memory, stop_on_signals)
+from evals.finetune import lr_at
 from evals.plot import plot_log
 from model import ModelConfig, Transformer, patchify
 from objectives import Objective, to_device
@@ -209,15 +210,7 @@ if ddp:
     model = DDP(model, device_ids=[local_rank] if device_type == 'cuda' else None)
 
 # -----------------------------------------------------------------------------
-# schedule, evaluation, cost accounting
-def lr_at(step):
-    """Linear warmup, then a half cosine ('cosine') or a straight line ('triangle', Cramming) down to min_lr."""
-    if step < warmup_iters:
-        return learning_rate * (step + 1) / (warmup_iters + 1)
-    progress = min(1.0, (step - warmup_iters) / max(1, lr_decay_iters - warmup_iters))
-    decay = 1 - progress if schedule == 'triangle' else 0.5 * (1 + math.cos(math.pi * progress))
-    return min_lr + (learning_rate - min_lr) * decay
-
+# evaluation
 @torch.no_grad()
 def estimate_loss():
     """Objective loss on fixed batches (the same every evaluation, so curves are comparable)."""
@@ -276,7 +269,7 @@ train_loss_sum, train_loss_count, stopping = torch.zeros((), device=device), 0, 
 tokens_per_step = batch_size * (block_size if input_kind == 'tokens' else model_config.block_size) * accum * world_size
 model.train()
 while iter_num < max_iters:
-    lr = lr_at(iter_num)
+    lr = lr_at(iter_num, learning_rate, warmup_iters, lr_decay_iters, min_lr, schedule)
     for group in optimizer.param_groups:
         group['lr'] = lr
     t0 = time.time()

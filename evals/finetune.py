@@ -27,11 +27,15 @@ STYLES = ('causal', 'bidirectional')
 POOLINGS = ('last', 'first', 'mean')
 
 
-def lr_at(step, peak, warmup, total):
-    """Fine-tuning and probes: linear warmup over `warmup` steps, then a half cosine from peak to 0 at `total`."""
+def lr_at(step, peak, warmup, total, floor=0.0, shape='cosine'):
+    """The one learning-rate schedule, for pretraining (train.py), fine-tuning and probes: linear warmup over
+    `warmup` steps, then a half cosine ('cosine') or a straight line ('triangle', Cramming) from peak down to floor
+    at step `total`, and floor after it."""
     if step < warmup:
         return peak * (step + 1) / (warmup + 1)
-    return peak * 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / max(1, total - warmup))))
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    decay = 1 - progress if shape == 'triangle' else 0.5 * (1 + math.cos(math.pi * progress))
+    return floor + (peak - floor) * decay
 
 # -----------------------------------------------------------------------------
 # texts -> token sequences
