@@ -2,7 +2,7 @@
 PYTHON ?= python
 PIP = $(PYTHON) -m pip install -q --disable-pip-version-check
 
-.PHONY: setup setup-test data demo test theory images glue-offline reproduce reproduce-bytes masked-generators clean
+.PHONY: setup setup-test data demo test theory images glue-offline reproduce reproduce-bytes masked-generators data-constrained clean
 
 # torch 2.13.0 only when no torch is present: an unpinned resolve pulls several GB of CUDA packages
 setup:
@@ -73,6 +73,11 @@ reproduce-bytes: setup
 # and sampled by unmasking (about 1 h on 2 CPU cores; finished runs are kept)
 masked-generators: setup
 	PYTHON=$(PYTHON) bash experiments/masked_generators.sh
+
+# look ahead vs look around when data repeats: ar, dar, masked diffusion (and vm) on 32 KiB for ~100 epochs and on the
+# full split, 3 seeds, hypotheses registered in the script (about 90 minutes on 2 cores; resumable)
+data-constrained: setup
+	PYTHON=$(PYTHON) bash experiments/data_constrained.sh
 
 clean:
 	rm -rf out-* out/

@@ -82,6 +82,8 @@ device = 'auto'             # 'cpu', 'cuda', 'cuda:1', ... ; auto = cuda if avai
 dtype = 'auto'              # bf16 autocast on CUDA, fp32 on CPU
 compile = 'auto'            # True / False; auto = torch.compile on CUDA, off on CPU
 seed = 1337
+eval_objective = ''         # score both splits with another objective's loss ('' = the pretraining one): 'ar' reads a
+                            # dar model left to right, 'mdlm' gives a masked model's any-order likelihood bound
 progress = True
 # -----------------------------------------------------------------------------
 one_line_errors('train.py')
@@ -104,6 +106,11 @@ if bert_replace and input_kind != 'tokens':
     raise UsageError("bert_replace (BERT's 80/10/10 random tokens) needs text: set bert_replace=False for images")
 sequence_length = block_size if input_kind == 'tokens' else (image_size // patch_size) ** 2 + 1
 pretraining = Objective.from_config(config).check(sequence_length)  # every objective setting, resolved
+scoring = Objective.from_config({**config, 'objective': eval_objective or objective, 'two_stream': pretraining.two_stream,
+                                 'mask_ratio': None if eval_objective else mask_ratio}).check(sequence_length)
+if scoring.kind.masked != pretraining.kind.masked:  # a masked model never saw a causal input, nor ar a [MASK]
+    raise UsageError(f"eval_objective={eval_objective!r} reads other inputs than {objective}: "
+                     "use 'ar' for ar or dar, 'mdlm' for a masked objective")
 # a new run never touches an old one: refuse before anything is read or written
 last_path, best_path = os.path.join(out_dir, 'ckpt_last.pt'), os.path.join(out_dir, 'ckpt_best.pt')
 log_path = os.path.join(out_dir, 'log.jsonl')
@@ -161,8 +168,8 @@ else:
 
     bos = None
 
-def next_batch(split, generator):  # bert_replace draws its random tokens from the ids below BOS
-    batch = pretraining.batch(sequences(split, generator), generator, bos)
+def next_batch(split, generator, reading=pretraining):  # bert_replace draws its random tokens from the ids below BOS
+    batch = reading.batch(sequences(split, generator), generator, bos)
     return to_device(batch, device, non_blocking=device_type == 'cuda')
 
 # -----------------------------------------------------------------------------
@@ -213,7 +220,7 @@ if ddp:
 # evaluation
 @torch.no_grad()
 def estimate_loss():
-    """Objective loss on fixed batches (the same every evaluation, so curves are comparable)."""
+    """The scoring objective's loss on fixed batches (the same every evaluation, so curves are comparable)."""
     model.eval()
     out = {}
     for split in ('train', 'val'):
@@ -221,7 +228,7 @@ def estimate_loss():
         losses = torch.zeros(eval_iters)
         for k in range(eval_iters):
             with autocast:
-                _, loss = raw_model(**next_batch(split, generator))
+                _, loss = raw_model(**next_batch(split, generator, scoring))
             losses[k] = loss.item()
         out[split] = losses.mean().to(device)
         if ddp:  # SUM then divide: gloo has no AVG

@@ -15,47 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from evals.plot import line_plot, log_ranks
+from experiments.stats import paired_t_test, sign_test_p
 
 SIGNIFICANCE = 0.05  # a comparison is an effect only where its registered rule holds and the t-test's p is below this
 SHORT_BUCKETS = 4    # eval_ppl's first four buckets are the prefixes k < 8, "the shortest prefixes" of B2
-
-# -----------------------------------------------------------------------------
-# two-sided tests of a paired difference (numpy and math only: scipy is a test-only dependency)
-
-def t_two_sided_p(t, dof):
-    """P(|T| >= |t|) for Student's t with an integer number of degrees of freedom: the finite series of Abramowitz and
-    Stegun 26.7.3 (odd dof) and 26.7.4 (even dof) in theta = atan(|t| / sqrt(dof))."""
-    theta = math.atan(abs(t) / math.sqrt(dof))
-    cos_sq, term, series = math.cos(theta) ** 2, 1.0, 0.0
-    if dof % 2:
-        for j in range(1, (dof - 1) // 2 + 1):  # empty for dof = 1 (Cauchy)
-            series += term
-            term *= 2 * j / (2 * j + 1) * cos_sq
-        inside = 2 / math.pi * (theta + math.sin(theta) * math.cos(theta) * series)
-    else:
-        for j in range(1, dof // 2 + 1):
-            series += term
-            term *= (2 * j - 1) / (2 * j) * cos_sq
-        inside = math.sin(theta) * series
-    return min(1.0, max(0.0, 1.0 - inside))
-
-def paired_t_test(differences):
-    """(t, two-sided p) of H0: the mean paired difference is 0. Differences all equal: p = 0 unless they are 0."""
-    differences = np.asarray(differences, float)
-    mean, spread = differences.mean(), differences.std(ddof=1)
-    if spread == 0:
-        return (math.copysign(math.inf, mean), 0.0) if mean != 0 else (0.0, 1.0)
-    t = mean / (spread / math.sqrt(len(differences)))
-    return t, t_two_sided_p(t, len(differences) - 1)
-
-def sign_test_p(differences):
-    """Exact two-sided sign test: ties dropped, twice the binomial(n, 1/2) tail of the rarer sign, at most 1. With 5
-    seeds it cannot go below 2 / 32 = 0.0625, so it is printed beside the t-test, not used as the decision."""
-    differences = np.asarray(differences, float)
-    above, below = int((differences > 0).sum()), int((differences < 0).sum())
-    untied = above + below
-    tail = sum(math.comb(untied, k) for k in range(min(above, below) + 1))
-    return min(1.0, 2 * tail / 2 ** untied) if untied else 1.0
 
 # -----------------------------------------------------------------------------
 # cells: a number at the precision printed, mean ± std, the direction of a paired difference and its p-values

@@ -513,14 +513,14 @@ def test_a_summary_without_a_record_says_where_it_looked(tmp_path):
 def test_paired_t_test_matches_scipy(differences):
     """The two-sided p of the A&S series, for odd and even degrees of freedom (1 to 6), against scipy's ttest_rel."""
     from scipy import stats
-    from experiments.summarize import paired_t_test
+    from experiments.stats import paired_t_test
     reference = stats.ttest_rel(differences, np.zeros(len(differences)))
     t, p = paired_t_test(differences)
     assert t == pytest.approx(reference.statistic, rel=1e-10) and p == pytest.approx(reference.pvalue, rel=1e-9)
 
 
 def test_paired_t_test_of_constant_differences():
-    from experiments.summarize import paired_t_test
+    from experiments.stats import paired_t_test
     assert paired_t_test([0.5, 0.5, 0.5])[1] == 0.0 and paired_t_test([0.0, 0.0, 0.0]) == (0.0, 1.0)
 
 
@@ -531,7 +531,7 @@ def test_paired_t_test_of_constant_differences():
     ([1, 2, 0, 0, 3], 2 / 8),              # ties dropped: 3 of 3
     ([0, 0], 1.0)])
 def test_sign_test_counts_by_hand(differences, expected):
-    from experiments.summarize import sign_test_p
+    from experiments.stats import sign_test_p
     assert sign_test_p(differences) == pytest.approx(expected)
 
 

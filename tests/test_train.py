@@ -325,3 +325,23 @@ def test_train_tokens_keeps_training_on_the_first_tokens_only(tmp_path):
     assert held_out.max() >= 20
     assert 'train_tokens' in script_error('train.py', f'--dataset={corpus}', f'--out_dir={tmp_path / "other"}',
                                           *TINY, '--train_tokens=-1')
+
+
+def test_eval_objective_scores_dar_by_its_exact_left_to_right_likelihood(tmp_path, tiny_corpus):
+    """eval_objective='ar' reads a dar model left to right: the logged held-out loss is the exact NLL of the same
+    windows scored prefix by prefix (evals/ppl.py); a reading that needs inputs the model
+    never saw (a [MASK] for ar) stops up front with one line."""
+    from evals.ppl import score_windows
+    steps = ['--objective=dar', '--max_iters=3', '--eval_interval=3', '--eval_iters=1']
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        state = run_in_process('train.py', f'--dataset={tiny_corpus}', f'--out_dir={tmp_path / "ar"}', *TINY, *steps,
+                               '--eval_objective=ar')
+    finally:
+        torch.set_num_threads(threads)
+    windows = state['sequences']('val', torch.Generator().manual_seed(1337 * 7919))  # estimate_loss's draw
+    with torch.no_grad():
+        exact = float(score_windows(state['raw_model'].eval(), windows, 'groups').mean())
+    assert log(tmp_path / 'ar')[-1]['val_loss'] == pytest.approx(exact, abs=1e-5)
+    assert 'eval_objective' in train_error(tmp_path / 'bad', tiny_corpus, '--eval_objective=mdlm')

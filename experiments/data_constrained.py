@@ -1,0 +1,163 @@
+"""The data-constrained comparison's curves, tables and verdicts, drawn from its record (data_constrained.sh runs
+this): held-out NLL per byte against epochs for every arm and size (mean and each seed, PNG + CSV), the crossover
+epoch, and the hypotheses H1-H5 registered at the top of data_constrained.sh, judged by their text: the mean over
+seeds goes the stated way and a one-sided paired t-test over the seeds gives p < 0.05.
+usage: python -m experiments.data_constrained [RECORD] [RES]   (default: experiments/data-constrained for both)"""
+import glob
+import json
+import os
+import re
+import sys
+
+import numpy as np
+
+from checkpoint import atomic_write
+from evals.plot import line_plot
+from experiments.stats import paired_t_test, sign_test_p
+
+SIGNIFICANCE = 0.05
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data_constrained.sh')
+NAMES = {'ar': 'ar', 'dar': 'dar t=2', 'mdlm': 'masked diffusion', 'vm': 'vm [0.15, 0.3]'}
+
+# -----------------------------------------------------------------------------
+# the registered text and its numbers (data_constrained.sh's header, read, never restated here)
+
+def registered(script=SCRIPT):
+    """{'H1': text, ...} and {'TOLERANCE': 0.01, ...}: the '#   Hn' lines and the '#   NAME = value' lines."""
+    header = [line[1:].rstrip() for line in open(script) if line.startswith('#')]
+    hypotheses, constants, current = {}, {}, None
+    for line in header:
+        found = re.match(r'   (H\d) (.*)', line)  # '#   H1 text', continued on lines indented further
+        if found:
+            current = found.group(1)
+            hypotheses[current] = found.group(2)
+        elif current and line.startswith('    '):
+            hypotheses[current] += ' ' + line.strip()
+        else:
+            current = None
+        constant = re.match(r'\s+([A-Z_]+) = ([0-9.]+)$', line)
+        if constant:
+            constants[constant.group(1)] = float(constant.group(2))
+    return hypotheses, constants
+
+# -----------------------------------------------------------------------------
+# runs and their summaries
+
+def load(record):
+    """{(size, arm): {seed: (steps, held-out NLL per byte)}} for every finished log in the record."""
+    settings = json.load(open(os.path.join(record, 'settings.json')))
+    runs = {}
+    for path in sorted(glob.glob(os.path.join(record, 'runs', '*', '*', '*', 'log.jsonl'))):
+        size, arm, seed = path.split(os.sep)[-4:-1]
+        rows = [json.loads(line) for line in open(path)]
+        if rows and rows[-1]['iter'] == settings['steps']:
+            runs.setdefault((size, arm), {})[int(seed)] = (np.array([r['iter'] for r in rows]),
+                                                          np.array([r['val_loss'] for r in rows]))
+    return settings, runs
+
+def summary(steps, nll, tolerance):
+    """best, the step it is reached (the first evaluation within tolerance of it), end (the last), rise = end - best."""
+    best = nll.min()
+    return dict(best=best, reached=int(steps[np.argmax(nll <= best + tolerance)]), end=nll[-1], rise=nll[-1] - best)
+
+def epochs(settings, size, steps):
+    return np.asarray(steps) * settings['bytes_per_step'] / settings['train_bytes'][size]
+
+def crossover(steps, masked, ar):
+    """The first evaluation from which the masked curve stays below ar's to the end, or None."""
+    below = masked < ar
+    if not below[-1]:
+        return None
+    last_not_below = np.flatnonzero(~below)
+    return int(steps[last_not_below[-1] + 1]) if len(last_not_below) else int(steps[0])
+
+def one_sided_p(differences):
+    """H0: mean difference <= 0 against > 0 (paired t-test over seeds)."""
+    t, p = paired_t_test(differences)
+    return p / 2 if t > 0 else 1 - p / 2
+
+# -----------------------------------------------------------------------------
+# the report
+
+def mean_std(values, fmt='.3f'):
+    values = np.asarray(values, float)
+    return f"{values.mean():{fmt}} ± {values.std(ddof=1) if len(values) > 1 else 0:{fmt}}"
+
+def judge(name, text, differences, seeds, fmt='.3f'):
+    """differences: the registered quantity signed so that the hypothesis says > 0, paired by seed."""
+    differences = np.asarray(differences, float)
+    p = one_sided_p(differences) if len(differences) > 1 else 1.0
+    met = differences.mean() > 0 and p < SIGNIFICANCE
+    cells = ', '.join(f"{s}: {d:+{fmt}}" for s, d in zip(seeds, differences))
+    return [f"**{name}** {text}", "",
+            f"- measured: {mean_std(differences, fmt)} ({cells}); one-sided paired t-test p = {p:.2g}, "
+            f"sign test (two-sided) p = {sign_test_p(differences):.2g}",
+            f"- verdict: {'effect (met)' if met else 'not met'}", ""]
+
+def report(record, res):
+    settings, runs = load(record)
+    hypotheses, constants = registered()
+    tolerance, learned_below = constants['TOLERANCE'], constants['LEARNED_BELOW']
+    sizes = [size for size in settings['train_bytes'] if any(key[0] == size for key in runs)]
+    lines = ["# Data-constrained: look ahead vs look around when data repeats", "",
+             f"Drawn from {record} by `python -m experiments.data_constrained`. Recipe: {settings['recipe']}. "
+             f"{settings['steps']} steps, {settings['bytes_per_step']} bytes a step; held-out NLL per byte every "
+             f"{settings['eval_interval']} steps on {settings['eval_bytes']} held-out bytes (the same windows for "
+             "every arm of a seed).", ""]
+    for size in sizes:
+        arms = [arm for arm in NAMES if (size, arm) in runs]
+        seeds = sorted(set.intersection(*(set(runs[(size, arm)]) for arm in arms)))
+        floors = settings['floors'][size]
+        lines += [f"## {size}: {settings['train_bytes'][size]:,} training bytes, "
+                  f"{epochs(settings, size, [settings['steps']])[0]:.3g} epochs, seeds {', '.join(map(str, seeds))}", "",
+                  f"Floors on the held-out bytes (counted on these training bytes): unigram {floors['unigram']:.3f}, "
+                  f"bigram {floors['bigram']:.3f} nats/byte.", "",
+                  "| arm | best | reached (epoch) | end | rise (end - best) |", "|---|---|---|---|---|"]
+        stats = {arm: {seed: summary(*runs[(size, arm)][seed], tolerance) for seed in seeds} for arm in arms}
+        for arm in arms:
+            column = lambda key: [stats[arm][seed][key] for seed in seeds]
+            lines.append(f"| {NAMES[arm]} | {mean_std(column('best'))} | "
+                         f"{mean_std(epochs(settings, size, column('reached')), '.1f')} | {mean_std(column('end'))} | "
+                         f"{mean_std(column('rise'))} |")
+        steps = runs[(size, 'ar')][seeds[0]][0]
+        mean = {arm: np.mean([runs[(size, arm)][seed][1] for seed in seeds], axis=0) for arm in arms}
+        series = {f"{NAMES[arm]} (mean)": (epochs(settings, size, steps), mean[arm]) for arm in arms}
+        series.update({f"{NAMES[arm]} seed {seed}": (epochs(settings, size, steps), runs[(size, arm)][seed][1])
+                       for arm in arms for seed in seeds})
+        os.makedirs(res, exist_ok=True)
+        line_plot(os.path.join(res, f'heldout_nll_{size}.png'), series, xlabel='epochs', ylabel='held-out NLL (nats/byte)',
+                  title=f'{size}: {settings["train_bytes"][size]:,} training bytes, mean of {len(seeds)} seeds')
+        if 'mdlm' in arms:
+            crossed = crossover(steps, mean['mdlm'], mean['ar'])
+            per_seed = [crossover(steps, runs[(size, 'mdlm')][s][1], runs[(size, 'ar')][s][1]) for s in seeds]
+            said = lambda step: 'none' if step is None else f"epoch {epochs(settings, size, [step])[0]:.1f}"
+            lines += ["", f"Crossover (masked diffusion below ar from there to the end): mean curves {said(crossed)}; "
+                      f"by seed {', '.join(f'{s}: {said(c)}' for s, c in zip(seeds, per_seed))}."]
+        lines.append("")
+        stats_by_size = stats
+        if size == 'small':
+            small, small_seeds = stats_by_size, seeds
+        else:
+            full, full_seeds = stats_by_size, seeds
+    lines += ["## Verdicts (registered in data_constrained.sh before the runs)", ""]
+    if 'small' in sizes:
+        take = lambda arm, key: np.array([small[arm][s][key] for s in small_seeds])
+        lines += judge('H1', hypotheses['H1'], take('ar', 'rise') - constants['RISE'], small_seeds)
+        if (take('mdlm', 'best') < learned_below).all():
+            lines += judge('H2', hypotheses['H2'], epochs(settings, 'small', take('mdlm', 'reached') - take('ar', 'reached')),
+                           small_seeds, '.1f')
+            lines += judge('H3', hypotheses['H3'], take('ar', 'end') - take('mdlm', 'end'), small_seeds)
+        else:
+            lines += [f"**H2, H3** not judged: masked diffusion's best is not below {learned_below} on every seed "
+                      "(it did not leave the unigram plateau), as registered.", ""]
+        lines += judge('H5', hypotheses['H5'], take('ar', 'rise') - take('dar', 'rise'), small_seeds)
+    if 'full' in sizes:
+        lines += judge('H4', hypotheses['H4'], np.array([full['mdlm'][s]['end'] - full['ar'][s]['end']
+                                                          for s in full_seeds]), full_seeds)
+    atomic_write(os.path.join(res, 'tables.md'), '\n'.join(lines).rstrip() + '\n')
+    return lines
+
+
+if __name__ == '__main__':
+    args = sys.argv[1:] + ['experiments/data-constrained'] * (2 - len(sys.argv[1:]))
+    print('\n'.join(report(*args[:2])))

@@ -1,0 +1,100 @@
+"""experiments/data_constrained.py: the registered text is read from the script, the summaries and the crossover
+follow their definitions, and each hypothesis is judged by its rule (synthetic records with known answers)."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from experiments import data_constrained as dc
+
+STEPS = np.arange(100, 1001, 100)
+
+
+def test_the_registered_text_is_read_from_the_script():
+    hypotheses, constants = dc.registered()
+    assert sorted(hypotheses) == ['H1', 'H2', 'H3', 'H4', 'H5']
+    assert hypotheses['H3'].startswith('Crossover') and hypotheses['H2'].endswith('in epochs.')
+    assert {'TOLERANCE', 'RISE', 'LEARNED_BELOW'} <= set(constants)
+
+
+def test_summary_follows_its_definitions():
+    nll = np.array([3.0, 2.5, 2.2, 2.195, 2.19, 2.3, 2.6, 2.9, 3.0, 3.1])
+    got = dc.summary(STEPS, nll, tolerance=0.01)
+    assert got['best'] == pytest.approx(2.19) and got['end'] == pytest.approx(3.1)
+    assert got['rise'] == pytest.approx(0.91)
+    assert got['reached'] == 400  # 2.195 is within 0.01 of the best, and comes first
+
+
+def test_crossover_is_where_the_masked_curve_stays_below():
+    ar = np.array([3.0, 2.5, 2.2, 2.3, 2.6, 2.9, 3.0, 3.1, 3.2, 3.3])
+    masked = np.array([3.3, 3.2, 3.1, 3.0, 2.9, 2.95, 2.8, 2.7, 2.6, 2.5])
+    assert dc.crossover(STEPS, masked, ar) == 700  # below at 500, not at 600, below from 700 on
+    assert dc.crossover(STEPS, masked + 1, ar) is None
+    assert dc.crossover(STEPS, masked - 2, ar) == 100
+
+
+def test_one_sided_p_is_half_the_two_sided_in_the_stated_direction():
+    from experiments.stats import paired_t_test
+    differences = [0.3, 0.1, 0.25]
+    assert dc.one_sided_p(differences) == pytest.approx(paired_t_test(differences)[1] / 2)
+    assert dc.one_sided_p([-d for d in differences]) == pytest.approx(1 - paired_t_test(differences)[1] / 2)
+
+
+def write_record(root, curves, steps=1000):
+    """curves: {(size, arm): {seed: nll array}}."""
+    settings = dict(train_bytes={'small': 1000, 'full': 100000}, steps=steps, eval_interval=100,
+                    bytes_per_step=100, eval_bytes=1000, recipe='--test', floors={
+                        'small': {'unigram': 3.3, 'bigram': 2.7}, 'full': {'unigram': 3.3, 'bigram': 2.5}})
+    os.makedirs(root, exist_ok=True)
+    json.dump(settings, open(os.path.join(root, 'settings.json'), 'w'))
+    for (size, arm), by_seed in curves.items():
+        for seed, nll in by_seed.items():
+            run = os.path.join(root, 'runs', size, arm, str(seed))
+            os.makedirs(run)
+            with open(os.path.join(run, 'log.jsonl'), 'w') as f:
+                for step, value in zip(STEPS, nll):
+                    f.write(json.dumps(dict(iter=int(step), val_loss=float(value))) + '\n')
+
+
+def verdict(lines, name):
+    """The verdict line of hypothesis `name`, or its 'not judged' line."""
+    at = next(i for i, line in enumerate(lines) if line.startswith('**') and name in line.split('**')[1])
+    return lines[at] if 'not judged' in lines[at] else next(line for line in lines[at:] if line.startswith('- verdict'))
+
+
+def test_verdicts_on_a_record_with_known_answers(tmp_path):
+    rng = np.random.default_rng(0)
+    seeds = [1, 2, 3]
+    noise = lambda: rng.normal(0, 0.005, len(STEPS))
+    ar = np.array([3.0, 2.5, 2.2, 2.3, 2.6, 2.9, 3.0, 3.1, 3.2, 3.3])      # overfits: best early, ends high
+    dar = np.array([3.0, 2.6, 2.3, 2.3, 2.4, 2.5, 2.6, 2.7, 2.75, 2.8])    # rises less
+    mdlm = np.array([3.3, 3.2, 3.1, 3.0, 2.9, 2.85, 2.8, 2.75, 2.7, 2.65])  # best at the end, crosses ar
+    full_ar = np.linspace(3.0, 1.8, 10)
+    full_mdlm = np.linspace(3.3, 2.6, 10)
+    curves = {('small', 'ar'): {s: ar + noise() for s in seeds}, ('small', 'dar'): {s: dar + noise() for s in seeds},
+              ('small', 'mdlm'): {s: mdlm + noise() for s in seeds},
+              ('small', 'vm'): {s: np.full(10, 3.4) + noise() for s in seeds},
+              ('full', 'ar'): {s: full_ar + noise() for s in seeds}, ('full', 'mdlm'): {s: full_mdlm + noise() for s in seeds}}
+    write_record(tmp_path / 'record', curves)
+    lines = dc.report(str(tmp_path / 'record'), str(tmp_path / 'res'))
+    for name in ('H1', 'H2', 'H3', 'H4', 'H5'):
+        assert verdict(lines, name) == '- verdict: effect (met)', name
+    text = '\n'.join(lines)
+    assert 'mean curves epoch 60.0' in text  # mdlm below ar from step 600 on: 600 steps x 100 bytes / 1000 bytes
+    assert (tmp_path / 'res' / 'heldout_nll_small.png').exists() and (tmp_path / 'res' / 'heldout_nll_small.csv').exists()
+    assert (tmp_path / 'res' / 'tables.md').read_text() == text.rstrip() + '\n'
+
+    # a masked arm that never leaves the plateau is not judged on H2 / H3, however ar ends
+    curves[('small', 'mdlm')] = {s: np.full(10, 3.25) + noise() for s in seeds}
+    write_record(tmp_path / 'plateau', curves)
+    lines = dc.report(str(tmp_path / 'plateau'), str(tmp_path / 'res2'))
+    assert 'not judged' in verdict(lines, 'H2')
+    # the opposite of H5 is not met, and an unfinished run is left out
+    curves[('small', 'dar')] = {s: ar + 0.2 * np.linspace(0, 1, 10) + noise() for s in seeds}
+    write_record(tmp_path / 'worse', curves)
+    with open(tmp_path / 'worse' / 'runs' / 'small' / 'vm' / '3' / 'log.jsonl', 'a') as f:
+        f.write(json.dumps(dict(iter=1100, val_loss=3.0)) + '\n')  # past the budget: not this experiment's run
+    lines = dc.report(str(tmp_path / 'worse'), str(tmp_path / 'res3'))
+    assert verdict(lines, 'H5') == '- verdict: not met'
+    assert '## small: 1,000 training bytes, 100 epochs, seeds 1, 2' in lines  # paired: the seeds every arm has
