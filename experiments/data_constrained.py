@@ -44,21 +44,23 @@ def registered(script=SCRIPT):
 # runs and their summaries
 
 def load(record):
-    """{(size, arm): {seed: (steps, held-out NLL per byte)}} for every finished log in the record."""
+    """{(size, arm): {seed: (steps, held-out NLL per byte, NLL on training windows)}} for every finished log."""
     settings = json.load(open(os.path.join(record, 'settings.json')))
     runs = {}
     for path in sorted(glob.glob(os.path.join(record, 'runs', '*', '*', '*', 'log.jsonl'))):
         size, arm, seed = path.split(os.sep)[-4:-1]
         rows = [json.loads(line) for line in open(path)]
         if rows and rows[-1]['iter'] == settings['steps']:
-            runs.setdefault((size, arm), {})[int(seed)] = (np.array([r['iter'] for r in rows]),
-                                                          np.array([r['val_loss'] for r in rows]))
+            runs.setdefault((size, arm), {})[int(seed)] = tuple(np.array([r[key] for r in rows]) for key in
+                                                                ('iter', 'val_loss', 'eval_train_loss'))
     return settings, runs
 
-def summary(steps, nll, tolerance):
-    """best, the step it is reached (the first evaluation within tolerance of it), end (the last), rise = end - best."""
+def summary(steps, nll, train_nll, tolerance):
+    """best, the step it is reached (the first evaluation within tolerance of it), end (the last), rise = end - best,
+    and the NLL on training windows at the end (how much of the training bytes the model has memorised)."""
     best = nll.min()
-    return dict(best=best, reached=int(steps[np.argmax(nll <= best + tolerance)]), end=nll[-1], rise=nll[-1] - best)
+    return dict(best=best, reached=int(steps[np.argmax(nll <= best + tolerance)]), end=nll[-1], rise=nll[-1] - best,
+                train_end=train_nll[-1])
 
 def epochs(settings, size, steps):
     return np.asarray(steps) * settings['bytes_per_step'] / settings['train_bytes'][size]
@@ -100,10 +102,12 @@ def report(record, res):
     tolerance, learned_below = constants['TOLERANCE'], constants['LEARNED_BELOW']
     sizes = [size for size in settings['train_bytes'] if any(key[0] == size for key in runs)]
     lines = ["# Data-constrained: look ahead vs look around when data repeats", "",
-             f"Drawn from {record} by `python -m experiments.data_constrained`. Recipe: {settings['recipe']}. "
+             "Drawn from the record (settings.json, runs/SIZE/ARM/SEED/log.jsonl) by `python -m "
+             f"experiments.data_constrained`. Recipe: {settings['recipe']}. "
              f"{settings['steps']} steps, {settings['bytes_per_step']} bytes a step; held-out NLL per byte every "
              f"{settings['eval_interval']} steps on {settings['eval_bytes']} held-out bytes (the same windows for "
              "every arm of a seed).", ""]
+    judged = {}  # size: (per-run summaries, the seeds every arm has)
     for size in sizes:
         arms = [arm for arm in NAMES if (size, arm) in runs]
         seeds = sorted(set.intersection(*(set(runs[(size, arm)]) for arm in arms)))
@@ -111,19 +115,20 @@ def report(record, res):
         lines += [f"## {size}: {settings['train_bytes'][size]:,} training bytes, "
                   f"{epochs(settings, size, [settings['steps']])[0]:.3g} epochs, seeds {', '.join(map(str, seeds))}", "",
                   f"Floors on the held-out bytes (counted on these training bytes): unigram {floors['unigram']:.3f}, "
-                  f"bigram {floors['bigram']:.3f} nats/byte.", "",
-                  "| arm | best | reached (epoch) | end | rise (end - best) |", "|---|---|---|---|---|"]
+                  f"bigram {floors['bigram']:.3f} nats/byte. Mean ± std over seeds:", "",
+                  "| arm | best | reached (epoch) | end | rise (end - best) | training windows at the end |",
+                  "|---|---|---|---|---|---|"]
         stats = {arm: {seed: summary(*runs[(size, arm)][seed], tolerance) for seed in seeds} for arm in arms}
+        judged[size] = stats, seeds
         for arm in arms:
             column = lambda key: [stats[arm][seed][key] for seed in seeds]
             lines.append(f"| {NAMES[arm]} | {mean_std(column('best'))} | "
                          f"{mean_std(epochs(settings, size, column('reached')), '.1f')} | {mean_std(column('end'))} | "
-                         f"{mean_std(column('rise'))} |")
-        steps = runs[(size, 'ar')][seeds[0]][0]
+                         f"{mean_std(column('rise'))} | {mean_std(column('train_end'))} |")
+        steps, x = runs[(size, 'ar')][seeds[0]][0], epochs(settings, size, runs[(size, 'ar')][seeds[0]][0])
         mean = {arm: np.mean([runs[(size, arm)][seed][1] for seed in seeds], axis=0) for arm in arms}
-        series = {f"{NAMES[arm]} (mean)": (epochs(settings, size, steps), mean[arm]) for arm in arms}
-        series.update({f"{NAMES[arm]} seed {seed}": (epochs(settings, size, steps), runs[(size, arm)][seed][1])
-                       for arm in arms for seed in seeds})
+        series = {f"{NAMES[arm]} (mean)": (x, mean[arm]) for arm in arms}
+        series.update({f"{NAMES[arm]} seed {seed}": (x, runs[(size, arm)][seed][1]) for arm in arms for seed in seeds})
         os.makedirs(res, exist_ok=True)
         line_plot(os.path.join(res, f'heldout_nll_{size}.png'), series, xlabel='epochs', ylabel='held-out NLL (nats/byte)',
                   title=f'{size}: {settings["train_bytes"][size]:,} training bytes, mean of {len(seeds)} seeds')
@@ -134,26 +139,23 @@ def report(record, res):
             lines += ["", f"Crossover (masked diffusion below ar from there to the end): mean curves {said(crossed)}; "
                       f"by seed {', '.join(f'{s}: {said(c)}' for s, c in zip(seeds, per_seed))}."]
         lines.append("")
-        stats_by_size = stats
-        if size == 'small':
-            small, small_seeds = stats_by_size, seeds
-        else:
-            full, full_seeds = stats_by_size, seeds
     lines += ["## Verdicts (registered in data_constrained.sh before the runs)", ""]
-    if 'small' in sizes:
-        take = lambda arm, key: np.array([small[arm][s][key] for s in small_seeds])
-        lines += judge('H1', hypotheses['H1'], take('ar', 'rise') - constants['RISE'], small_seeds)
-        if (take('mdlm', 'best') < learned_below).all():
-            lines += judge('H2', hypotheses['H2'], epochs(settings, 'small', take('mdlm', 'reached') - take('ar', 'reached')),
-                           small_seeds, '.1f')
-            lines += judge('H3', hypotheses['H3'], take('ar', 'end') - take('mdlm', 'end'), small_seeds)
+    take = lambda size, arm, key: np.array([judged[size][0][arm][s][key] for s in judged[size][1]])
+    if 'small' in judged:
+        seeds = judged['small'][1]
+        lines += judge('H1', hypotheses['H1'], take('small', 'ar', 'rise') - constants['RISE'], seeds)
+        if (take('small', 'mdlm', 'best') < learned_below).all():
+            lines += judge('H2', hypotheses['H2'], epochs(settings, 'small', take('small', 'mdlm', 'reached')
+                                                          - take('small', 'ar', 'reached')), seeds, '.1f')
+            lines += judge('H3', hypotheses['H3'], take('small', 'ar', 'end') - take('small', 'mdlm', 'end'), seeds)
         else:
             lines += [f"**H2, H3** not judged: masked diffusion's best is not below {learned_below} on every seed "
                       "(it did not leave the unigram plateau), as registered.", ""]
-        lines += judge('H5', hypotheses['H5'], take('ar', 'rise') - take('dar', 'rise'), small_seeds)
-    if 'full' in sizes:
-        lines += judge('H4', hypotheses['H4'], np.array([full['mdlm'][s]['end'] - full['ar'][s]['end']
-                                                          for s in full_seeds]), full_seeds)
+    if 'full' in judged:
+        lines += judge('H4', hypotheses['H4'], take('full', 'mdlm', 'end') - take('full', 'ar', 'end'), judged['full'][1])
+    if 'small' in judged:
+        lines += judge('H5', hypotheses['H5'], take('small', 'ar', 'rise') - take('small', 'dar', 'rise'),
+                       judged['small'][1])
     atomic_write(os.path.join(res, 'tables.md'), '\n'.join(lines).rstrip() + '\n')
     return lines
 

@@ -20,7 +20,7 @@ def test_the_registered_text_is_read_from_the_script():
 
 def test_summary_follows_its_definitions():
     nll = np.array([3.0, 2.5, 2.2, 2.195, 2.19, 2.3, 2.6, 2.9, 3.0, 3.1])
-    got = dc.summary(STEPS, nll, tolerance=0.01)
+    got = dc.summary(STEPS, nll, nll - 1, tolerance=0.01)
     assert got['best'] == pytest.approx(2.19) and got['end'] == pytest.approx(3.1)
     assert got['rise'] == pytest.approx(0.91)
     assert got['reached'] == 400  # 2.195 is within 0.01 of the best, and comes first
@@ -54,7 +54,8 @@ def write_record(root, curves, steps=1000):
             os.makedirs(run)
             with open(os.path.join(run, 'log.jsonl'), 'w') as f:
                 for step, value in zip(STEPS, nll):
-                    f.write(json.dumps(dict(iter=int(step), val_loss=float(value))) + '\n')
+                    f.write(json.dumps(dict(iter=int(step), val_loss=float(value), eval_train_loss=float(value) - 1))
+                            + '\n')
 
 
 def verdict(lines, name):
@@ -94,7 +95,18 @@ def test_verdicts_on_a_record_with_known_answers(tmp_path):
     curves[('small', 'dar')] = {s: ar + 0.2 * np.linspace(0, 1, 10) + noise() for s in seeds}
     write_record(tmp_path / 'worse', curves)
     with open(tmp_path / 'worse' / 'runs' / 'small' / 'vm' / '3' / 'log.jsonl', 'a') as f:
-        f.write(json.dumps(dict(iter=1100, val_loss=3.0)) + '\n')  # past the budget: not this experiment's run
+        f.write(json.dumps(dict(iter=1100, val_loss=3.0, eval_train_loss=2.0)) + '\n')  # past the budget: not this experiment's run
     lines = dc.report(str(tmp_path / 'worse'), str(tmp_path / 'res3'))
     assert verdict(lines, 'H5') == '- verdict: not met'
     assert '## small: 1,000 training bytes, 100 epochs, seeds 1, 2' in lines  # paired: the seeds every arm has
+
+
+RECORD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'experiments', 'data-constrained')
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(RECORD, 'tables.md')), reason='no record yet')
+def test_the_record_regenerates_its_tables_and_curves(tmp_path):
+    dc.report(RECORD, str(tmp_path))
+    for name in os.listdir(RECORD):
+        if name.endswith(('.md', '.csv')):
+            assert (tmp_path / name).read_text() == open(os.path.join(RECORD, name)).read(), name
