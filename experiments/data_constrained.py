@@ -127,11 +127,14 @@ def report(record, res):
                          f"{mean_std(column('rise'))} | {mean_std(column('train_end'))} |")
         steps, x = runs[(size, 'ar')][seeds[0]][0], epochs(settings, size, runs[(size, 'ar')][seeds[0]][0])
         mean = {arm: np.mean([runs[(size, arm)][seed][1] for seed in seeds], axis=0) for arm in arms}
-        series = {f"{NAMES[arm]} (mean)": (x, mean[arm]) for arm in arms}
-        series.update({f"{NAMES[arm]} seed {seed}": (x, runs[(size, arm)][seed][1]) for arm in arms for seed in seeds})
+        floor_lines = {f"{name} floor": (x[[0, -1]], [floors[name]] * 2) for name in ('unigram', 'bigram')}
+        seed_lines = {f"{NAMES[arm]} {seed}": (x, runs[(size, arm)][seed][1]) for arm in arms for seed in seeds}
         os.makedirs(res, exist_ok=True)
-        line_plot(os.path.join(res, f'heldout_nll_{size}.png'), series, xlabel='epochs', ylabel='held-out NLL (nats/byte)',
-                  title=f'{size}: {settings["train_bytes"][size]:,} training bytes, mean of {len(seeds)} seeds')
+        for suffix, series, over in (('', {NAMES[arm]: (x, mean[arm]) for arm in arms}, f'mean of {len(seeds)} seeds'),
+                                     ('_seeds', seed_lines, 'each seed')):
+            line_plot(os.path.join(res, f'heldout_nll_{size}{suffix}.png'), {**series, **floor_lines}, xlabel='epochs',
+                      ylabel='held-out NLL (nats/byte)',
+                      title=f'{size}: {settings["train_bytes"][size]:,} training bytes, {over}')
         if 'mdlm' in arms:
             crossed = crossover(steps, mean['mdlm'], mean['ar'])
             per_seed = [crossover(steps, runs[(size, 'mdlm')][s][1], runs[(size, 'ar')][s][1]) for s in seeds]

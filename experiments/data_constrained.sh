@@ -112,4 +112,13 @@ $PYTHON -m experiments.data_constrained "$RES" "$RES"
             --num_samples=2 --stream=False
     done; done
 } > "$RES/samples.txt" 2>&1
+# the in-training curves check: each small-size arm's best checkpoint (the first seed) scored again by eval_ppl.py
+# --reading=elbo on 8,000 held-out bytes, the bound stratified over m with 16 passes a window and its standard error
+ckpts=(); names=()
+for arm in ar dar mdlm vm; do
+    ckpts+=("--ckpt=$OUT/small/$arm/${SEEDS%% *}/ckpt_best.pt"); names+=("--names=$arm")
+done
+$PYTHON eval_ppl.py config/eval_ppl_shakespeare_bytes.py "${ckpts[@]}" "${names[@]}" --reading=elbo --max_tokens=8000 \
+    --baseline_dataset='' --out_dir="$OUT/elbo_small" --progress=False > "$RES/elbo_small.txt"
+cp "$OUT/elbo_small/summary.json" "$RES/elbo_small.json"
 echo "record in $RES"
