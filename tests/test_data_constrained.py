@@ -110,3 +110,33 @@ def test_the_record_regenerates_its_tables_and_curves(tmp_path):
     for name in os.listdir(RECORD):
         if name.endswith(('.md', '.csv')):
             assert (tmp_path / name).read_text() == open(os.path.join(RECORD, name)).read(), name
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(RECORD, 'tables.md')), reason='no record yet')
+def test_the_readme_quotes_the_record():
+    """experiments/README.md's tables are tables.md's rows, and each verdict row its measured value, p and verdict."""
+    tables = open(os.path.join(RECORD, 'tables.md')).read()
+    readme = open(os.path.join(os.path.dirname(RECORD), 'README.md')).read()
+    for row in (line for line in tables.splitlines() if line.startswith('| ') and not line.startswith('| arm')):
+        assert row in readme, row
+    for name in ('H1', 'H2', 'H3', 'H4', 'H5'):
+        block = tables.split(f'**{name}**')[1]
+        measured = block.split('- measured: ')[1].split(' (')[0]
+        p = block.split('one-sided paired t-test p = ')[1].split(',')[0]
+        met = 'met' if 'effect (met)' in block.split('- verdict: ')[1].splitlines()[0] else 'not met'
+        row = next(line for line in readme.splitlines() if line.startswith(f'| {name} '))
+        cells = [cell.strip() for cell in row.strip('|').split('|')]
+        assert cells[1].endswith(measured) and cells[2] == p and cells[3] == met, (name, cells)
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(RECORD, 'tables.md')), reason='no record yet')
+def test_the_front_readme_line_is_the_record():
+    tables = open(os.path.join(RECORD, 'tables.md')).read()
+    row = next(line for line in open(os.path.join(os.path.dirname(os.path.dirname(RECORD)), 'README.md'))
+               if line.startswith('| repeated data'))
+    rise = {line.split(' | ')[0][2:]: line.split(' | ')[4].split(' ±')[0]
+            for line in tables.split('## full:')[0].splitlines() if line.startswith('| ')}
+    h5_p = tables.split('**H5**')[1].split('one-sided paired t-test p = ')[1].split(',')[0]
+    h3 = tables.split('**H3**')[1].split('- measured: -')[1].split(' ±')[0]
+    assert f"ar rises {rise['ar']}" in row and f"dar t=2 {rise['dar t=2']} (p {h5_p})" in row
+    assert f"masked diffusion ends {h3} above ar" in row
