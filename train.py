@@ -107,7 +107,7 @@ if bert_replace and input_kind != 'tokens':
 sequence_length = block_size if input_kind == 'tokens' else (image_size // patch_size) ** 2 + 1
 pretraining = Objective.from_config(config).check(sequence_length)  # every objective setting, resolved
 scoring = Objective.from_config({**config, 'objective': eval_objective or objective, 'two_stream': pretraining.two_stream,
-                                 'mask_ratio': None if eval_objective else mask_ratio}).check(sequence_length)
+                                 **(dict(mask_ratio=None, bert_replace=False) if eval_objective else {})}).check(sequence_length)
 if scoring.kind.masked != pretraining.kind.masked:  # a masked model never saw a causal input, nor ar a [MASK]
     raise UsageError(f"eval_objective={eval_objective!r} reads other inputs than {objective}: "
                      "use 'ar' for ar or dar, 'mdlm' for a masked objective")

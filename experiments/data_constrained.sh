@@ -8,13 +8,13 @@
 # (eval_objective=mdlm). So every curve is a likelihood in nats per byte, comparable across arms.
 #
 # Pilot (seed 1337, the small size, batch 16 x 64 bytes, logs in experiments/data-constrained/pilot/): with the byte
-# recipe's learning rate 2e-3, ar's held-out NLL was best at 2.365 at step 800 (epoch 24.6) and 2.854 by step 1600, while masked
-# diffusion sat on the unigram plateau (3.298 at step 1200; the unigram floor is 3.331). No better at 500 steps: 4e-3
-# (3.315), a sine-cosine initialised position table (3.324, a local patch, not kept), one-stream masked diffusion
-# (3.318 at 1000 steps). A lower rate left the plateau: 5e-4 gave 3.293 at 500 steps, 3.234 at 1000, 3.221 at 1100
-# (2.5e-4: 3.290 at 500). The rule, one for every arm: learning rate LR = 5e-4, min_lr LR / 10, warmup 100 steps.
+# recipe's learning rate 2e-3, ar's held-out NLL was best at 2.365 at step 800 (epoch 24.6) and 2.854 by step 1600,
+# while masked diffusion sat on the unigram plateau (3.298 at step 1200; the unigram floor is 3.331). No better at 500
+# steps: 4e-3 (3.315), a sine-cosine initialised position table (3.324, a local patch, not kept), one-stream masked
+# diffusion (3.318 at 1000 steps). A lower rate left the plateau: 5e-4 gave 3.293 at 500 steps, 3.234 at 1000, 3.221
+# at 1100 (2.5e-4: 3.290 at 500). The rule, one for every arm: learning rate LR = 5e-4, min_lr LR / 10, warmup 100.
 # Budget: about 100 epochs of the small size, STEPS = 3200 (16 x 63 bytes a step: 98.4 epochs); about 90 minutes
-# for the 21 runs, two at a time.
+# for the 21 runs, two at a time (measured afterwards: 72 minutes, 2026-11-25).
 #
 # Pre-registered (committed before any registered run; data_constrained.py judges each hypothesis by this text).
 # Per run, from its held-out NLL per byte at every evaluation:
