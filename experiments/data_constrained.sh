@@ -104,8 +104,12 @@ printf '%s\n' "${jobs[@]}" | xargs -P 2 -L 1 bash -c 'run "$0" "$1" "$2"'
 $PYTHON -m experiments.data_constrained "$RES" "$RES"
 first=${SEEDS%% *}
 best() { echo "$OUT/$1/$2/$first/ckpt_best.pt"; }
-if ! for size in small full; do for arm in ar dar mdlm vm; do
-        [ "$size/$arm" = full/vm ] || [ -f "$(best $size $arm)" ] || exit 1; done; done; then
+have_checkpoints() {
+    for size in small full; do for arm in ar dar mdlm vm; do
+        [ "$size/$arm" = full/vm ] || [ -f "$(best $size $arm)" ] || return 1
+    done; done
+}
+if ! have_checkpoints; then
     # a clone has the record but not the checkpoints: the tables above are redrawn, the samples and the check kept
     echo "samples and the bound check need the first seed's checkpoints in $OUT: kept as recorded in $RES"
     exit 0
