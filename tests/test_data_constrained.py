@@ -159,3 +159,24 @@ def test_the_script_on_a_clone_trains_nothing_and_keeps_the_record(tmp_path):
     for name in sorted(os.listdir(RECORD)):
         if os.path.isfile(os.path.join(RECORD, name)) and not name.endswith('.png'):
             assert (tmp_path / 'res' / name).read_text() == open(os.path.join(RECORD, name)).read(), name
+
+
+def test_the_exploratory_paragraph_is_its_record():
+    """The twice-the-budget paragraph of experiments/README.md quotes the logs in data-constrained/explore-6400/."""
+    explore = os.path.join(RECORD, 'explore-6400')
+    runs = {}
+    for arm in ('ar', 'dar', 'mdlm'):
+        rows = [json.loads(line) for line in open(os.path.join(explore, f'log_{arm}.jsonl'))]
+        assert rows[-1]['iter'] == 6400
+        runs[arm] = tuple(np.array([row[key] for row in rows]) for key in ('iter', 'val_loss', 'eval_train_loss'))
+    epoch = lambda step: step * 16 * 63 / 32768
+    stats = {arm: dc.summary(*runs[arm], tolerance=0.01) for arm in runs}
+    steps = runs['ar'][0]
+    text = ' '.join(open(os.path.join(os.path.dirname(RECORD), 'README.md')).read().split())
+    for arm, label in (('ar', 'ar:'), ('dar', 'dar t = 2:')):
+        assert (f"{label} best {stats[arm]['best']:.3f} at epoch {epoch(stats[arm]['reached']):.1f}, ends "
+                f"{stats[arm]['end']:.3f}") in text, arm
+    assert f"best {stats['mdlm']['best']:.3f} at epoch {epoch(stats['mdlm']['reached']):.1f}" in text
+    assert f"below ar from epoch {epoch(dc.crossover(steps, runs['mdlm'][1], runs['ar'][1])):.1f}" in text
+    assert f"below dar from epoch {epoch(dc.crossover(steps, runs['mdlm'][1], runs['dar'][1])):.1f}" in text
+    assert f"best stays {stats['mdlm']['best'] - stats['ar']['best']:.3f} above ar's best" in text
