@@ -13,7 +13,7 @@ import numpy as np
 
 from checkpoint import atomic_write
 from evals.plot import line_plot
-from experiments.stats import paired_t_test, sign_test_p
+from experiments.stats import mean_std, paired_t_test, sign_test_p
 
 SIGNIFICANCE = 0.05
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data_constrained.sh')
@@ -81,10 +81,6 @@ def one_sided_p(differences):
 # -----------------------------------------------------------------------------
 # the report
 
-def mean_std(values, fmt='.3f'):
-    values = np.asarray(values, float)
-    return f"{values.mean():{fmt}} ± {values.std(ddof=1) if len(values) > 1 else 0:{fmt}}"
-
 def judge(name, text, differences, seeds, fmt='.3f'):
     """differences: the registered quantity signed so that the hypothesis says > 0, paired by seed."""
     differences = np.asarray(differences, float)
@@ -122,9 +118,9 @@ def report(record, res):
         judged[size] = stats, seeds
         for arm in arms:
             column = lambda key: [stats[arm][seed][key] for seed in seeds]
-            lines.append(f"| {NAMES[arm]} | {mean_std(column('best'))} | "
-                         f"{mean_std(epochs(settings, size, column('reached')), '.1f')} | {mean_std(column('end'))} | "
-                         f"{mean_std(column('rise'))} | {mean_std(column('train_end'))} |")
+            lines.append(f"| {NAMES[arm]} | {mean_std(column('best'), '.3f')} | "
+                         f"{mean_std(epochs(settings, size, column('reached')), '.1f')} | {mean_std(column('end'), '.3f')} | "
+                         f"{mean_std(column('rise'), '.3f')} | {mean_std(column('train_end'), '.3f')} |")
         steps, x = runs[(size, 'ar')][seeds[0]][0], epochs(settings, size, runs[(size, 'ar')][seeds[0]][0])
         mean = {arm: np.mean([runs[(size, arm)][seed][1] for seed in seeds], axis=0) for arm in arms}
         floor_lines = {f"{name} floor": (x[[0, -1]], [floors[name]] * 2) for name in ('unigram', 'bigram')}

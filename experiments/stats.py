@@ -1,5 +1,5 @@
-"""Tests of a paired difference over seeds, shared by the experiments' summaries (numpy and math only: scipy is
-a test-only dependency)."""
+"""Tests of a paired difference over seeds, and a mean ± std as printed: what the experiments' summaries share
+(numpy and math only: scipy is a test-only dependency)."""
 import math
 
 import numpy as np
@@ -39,3 +39,11 @@ def sign_test_p(differences):
     untied = above + below
     tail = sum(math.comb(untied, k) for k in range(min(above, below) + 1))
     return min(1.0, 2 * tail / 2 ** untied) if untied else 1.0
+
+def as_printed(values, fmt):  # at the precision printed ('.1f': 1 decimal), so a verdict judges what the table
+    # shows: a difference that prints as 0 is a tie, not the paper's way (nor float noise); + 0.0 prints -0.0 as 0.0
+    return np.round(values, int(fmt[1:-1])) + 0.0 if fmt.endswith('f') else values
+
+def mean_std(values, fmt='.2f'):
+    values = np.asarray(values, float)
+    return f"{as_printed(values.mean(), fmt):{fmt}} ± {values.std(ddof=1) if len(values) > 1 else 0:{fmt}}"

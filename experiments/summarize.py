@@ -15,21 +15,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from evals.plot import line_plot, log_ranks
-from experiments.stats import paired_t_test, sign_test_p
+from experiments.stats import as_printed, mean_std, paired_t_test, sign_test_p
 
 SIGNIFICANCE = 0.05  # a comparison is an effect only where its registered rule holds and the t-test's p is below this
 SHORT_BUCKETS = 4    # eval_ppl's first four buckets are the prefixes k < 8, "the shortest prefixes" of B2
 
 # -----------------------------------------------------------------------------
 # cells: a number at the precision printed, mean ± std, the direction of a paired difference and its p-values
-
-def as_printed(values, fmt):  # at the precision printed ('.1f': 1 decimal), so a verdict judges what the table
-    # shows: a difference that prints as 0 is a tie, not the paper's way (nor float noise); + 0.0 prints -0.0 as 0.0
-    return np.round(values, int(fmt[1:-1])) + 0.0 if fmt.endswith('f') else values
-
-def mean_std(values, fmt='.2f'):
-    values = np.asarray(values, float)
-    return f"{as_printed(values.mean(), fmt):{fmt}} ± {values.std(ddof=1) if len(values) > 1 else 0:{fmt}}"
 
 def direction(differences, sign):
     """'yes': the mean goes the paper's way (sign = +1: positive) and every seed agrees; 'weak': the mean does, a seed

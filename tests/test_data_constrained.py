@@ -7,6 +7,8 @@ import sys
 import numpy as np
 import pytest
 
+from conftest import ROOT
+
 from experiments import data_constrained as dc
 
 STEPS = np.arange(100, 1001, 100)
@@ -102,10 +104,9 @@ def test_verdicts_on_a_record_with_known_answers(tmp_path):
     assert '## small: 1,000 training bytes, 100 epochs, seeds 1, 2' in lines  # paired: the seeds every arm has
 
 
-RECORD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'experiments', 'data-constrained')
+RECORD = os.path.join(ROOT, 'experiments', 'data-constrained')
 
 
-@pytest.mark.skipif(not os.path.exists(os.path.join(RECORD, 'tables.md')), reason='no record yet')
 def test_the_record_regenerates_its_tables_and_curves(tmp_path):
     dc.report(RECORD, str(tmp_path))
     for name in os.listdir(RECORD):
@@ -113,11 +114,10 @@ def test_the_record_regenerates_its_tables_and_curves(tmp_path):
             assert (tmp_path / name).read_text() == open(os.path.join(RECORD, name)).read(), name
 
 
-@pytest.mark.skipif(not os.path.exists(os.path.join(RECORD, 'tables.md')), reason='no record yet')
 def test_the_readme_quotes_the_record():
     """experiments/README.md's tables are tables.md's rows, and each verdict row its measured value, p and verdict."""
     tables = open(os.path.join(RECORD, 'tables.md')).read()
-    readme = open(os.path.join(os.path.dirname(RECORD), 'README.md')).read()
+    readme = open(os.path.join(ROOT, 'experiments', 'README.md')).read()
     for row in (line for line in tables.splitlines() if line.startswith('| ') and not line.startswith('| arm')):
         assert row in readme, row
     for name in ('H1', 'H2', 'H3', 'H4', 'H5'):
@@ -130,10 +130,9 @@ def test_the_readme_quotes_the_record():
         assert cells[1].endswith(measured) and cells[2] == p and cells[3] == met, (name, cells)
 
 
-@pytest.mark.skipif(not os.path.exists(os.path.join(RECORD, 'tables.md')), reason='no record yet')
 def test_the_front_readme_line_is_the_record():
     tables = open(os.path.join(RECORD, 'tables.md')).read()
-    row = next(line for line in open(os.path.join(os.path.dirname(os.path.dirname(RECORD)), 'README.md'))
+    row = next(line for line in open(os.path.join(ROOT, 'README.md'))
                if line.startswith('| repeated data'))
     rise = {line.split(' | ')[0][2:]: line.split(' | ')[4].split(' ±')[0]
             for line in tables.split('## full:')[0].splitlines() if line.startswith('| ')}
@@ -143,7 +142,6 @@ def test_the_front_readme_line_is_the_record():
     assert f"masked diffusion ends {h3} above ar" in row
 
 
-@pytest.mark.skipif(not os.path.exists(os.path.join(RECORD, 'tables.md')), reason='no record yet')
 def test_the_script_on_a_clone_trains_nothing_and_keeps_the_record(tmp_path):
     """data_constrained.sh with the record but no checkpoints (a fresh clone): every run is found finished and not
     trained again, the tables come back the same, and the samples and the bound check, which need checkpoints, are
@@ -152,7 +150,7 @@ def test_the_script_on_a_clone_trains_nothing_and_keeps_the_record(tmp_path):
     import subprocess
     shutil.copytree(RECORD, tmp_path / 'res')
     env = {**os.environ, 'OUT': str(tmp_path / 'out'), 'RES': str(tmp_path / 'res'), 'PYTHON': sys.executable}
-    result = subprocess.run(['bash', os.path.join(os.path.dirname(RECORD), 'data_constrained.sh')], env=env,
+    result = subprocess.run(['bash', os.path.join(ROOT, 'experiments', 'data_constrained.sh')], env=env,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0 and 'kept as recorded' in result.stdout, result.stderr[-2000:]
     assert not (tmp_path / 'out').exists() or not list((tmp_path / 'out').rglob('*.pt'))
@@ -172,7 +170,7 @@ def test_the_exploratory_paragraph_is_its_record():
     epoch = lambda step: step * 16 * 63 / 32768
     stats = {arm: dc.summary(*runs[arm], tolerance=0.01) for arm in runs}
     steps = runs['ar'][0]
-    text = ' '.join(open(os.path.join(os.path.dirname(RECORD), 'README.md')).read().split())
+    text = ' '.join(open(os.path.join(ROOT, 'experiments', 'README.md')).read().split())
     for arm, label in (('ar', 'ar:'), ('dar', 'dar t = 2:')):
         assert (f"{label} best {stats[arm]['best']:.3f} at epoch {epoch(stats[arm]['reached']):.1f}, ends "
                 f"{stats[arm]['end']:.3f}") in text, arm

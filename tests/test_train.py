@@ -30,7 +30,7 @@ def train_here(out_dir, corpus, *args):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        run_in_process('train.py', f'--dataset={corpus}', f'--out_dir={out_dir}', *TINY, *args)
+        return run_in_process('train.py', f'--dataset={corpus}', f'--out_dir={out_dir}', *TINY, *args)
     finally:
         torch.set_num_threads(threads)
 
@@ -329,17 +329,11 @@ def test_train_tokens_keeps_training_on_the_first_tokens_only(tmp_path):
 
 def test_eval_objective_scores_dar_by_its_exact_left_to_right_likelihood(tmp_path, tiny_corpus):
     """eval_objective='ar' reads a dar model left to right: the logged held-out loss is the exact NLL of the same
-    windows scored prefix by prefix (evals/ppl.py); a reading that needs inputs the model
-    never saw (a [MASK] for ar) stops up front with one line."""
+    windows scored prefix by prefix (evals/ppl.py); a reading that needs inputs the model never saw (a [MASK] for
+    ar) stops up front with one line."""
     from evals.ppl import score_windows
-    steps = ['--objective=dar', '--max_iters=3', '--eval_interval=3', '--eval_iters=1']
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        state = run_in_process('train.py', f'--dataset={tiny_corpus}', f'--out_dir={tmp_path / "ar"}', *TINY, *steps,
-                               '--eval_objective=ar')
-    finally:
-        torch.set_num_threads(threads)
+    state = train_here(tmp_path / 'ar', tiny_corpus, '--objective=dar', '--max_iters=3', '--eval_interval=3',
+                       '--eval_iters=1', '--eval_objective=ar')
     windows = state['sequences']('val', torch.Generator().manual_seed(1337 * 7919))  # estimate_loss's draw
     with torch.no_grad():
         exact = float(score_windows(state['raw_model'].eval(), windows, 'groups').mean())
