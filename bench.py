@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from checkpoint import atomic_write
+from output import atomic_write
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, model_vocab_size
 from devices import peak_flops, pick_compile, setup_processes, step_flops

@@ -1,36 +1,16 @@
 """
-Files that survive a crash: every file the project writes goes through atomic_write (a temporary file, then a
-rename), and checkpoints are read back with weights_only=True, with one line naming the fix when one is wrong.
+Checkpoints that survive a crash: written through output.atomic_write (a temporary file, then a rename), read back
+with weights_only=True, with one line naming the fix when one is wrong.
 """
 import os
-import tempfile
 from dataclasses import fields
 
 import torch
 
 from configurator import UsageError
 from model import ModelConfig, Transformer
+from output import atomic_write
 
-
-def atomic_write(path, content):
-    """Write str or bytes, or call content(file) on a binary file, under a temporary name beside path, then rename:
-    a crash never leaves a half-written file at path (an old one stays whole). The project's one such helper."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=os.path.basename(path) + '.', suffix='.tmp')
-    try:
-        with os.fdopen(handle, 'wb') as f:
-            if callable(content):
-                content(f)
-            else:
-                f.write(content.encode() if isinstance(content, str) else content)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
 
 # -----------------------------------------------------------------------------
 # checkpoints
@@ -43,6 +23,14 @@ def read_checkpoint(path, device='cpu'):
     if not os.path.exists(path):
         raise UsageError(f"checkpoint {path} does not exist: train one with `python train.py config/<name>.py` "
                          "or point --ckpt at an existing file")
+    if os.path.isdir(path):
+        raise UsageError(f"checkpoint {path} is a folder: point --ckpt at a file in it, e.g. "
+                         f"{os.path.join(path, 'ckpt_best.pt')}")
+    with open(path, 'rb') as f:
+        zipped = f.read(4) == b'PK\x03\x04'  # torch.save writes a zip archive
+    if not zipped:
+        raise UsageError(f"{path} is not a checkpoint (torch.save writes a zip archive, this file is not one): "
+                         "point --ckpt at a ckpt_best.pt or ckpt_last.pt that train.py wrote")
     try:
         ckpt = torch.load(path, map_location=device, weights_only=True)
     except Exception as err:

@@ -8,6 +8,7 @@ import ast
 import os
 import re
 import sys
+import traceback
 from ast import literal_eval
 
 
@@ -61,7 +62,15 @@ def read_config(path, values=None):
     """Run a config file; inside it, include('base.py') first runs base.py (found beside it) into the same values."""
     values = {} if values is None else values
     values['include'] = lambda name: read_config(os.path.join(os.path.dirname(path), name), values)
-    exec(compile(open(path).read(), path, 'exec'), {}, values)
+    try:
+        exec(compile(open(path).read(), path, 'exec'), {}, values)
+    except UsageError:
+        raise
+    except SyntaxError as error:
+        raise UsageError(f"config file {path}, line {error.lineno}: {error.msg}: fix the file") from None
+    except Exception as error:  # the file's own line, not the config machinery's
+        line = next((frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == path), '?')
+        raise UsageError(f"config file {path}, line {line}: {type(error).__name__}: {error}: fix the file") from None
     return values
 
 
@@ -123,10 +132,12 @@ def configure(config, argv):
 
 
 def one_line_errors(script):
-    """Bad input ends with `script: error: <one line>` and exit code 1, not a traceback."""
-    def hook(kind, error, traceback):
+    """Bad input ends with `script: error: <one line>` and exit code 1, not a traceback. The hook returns rather
+    than exiting (an uncaught exception exits with 1 anyway): under torchrun, torch.distributed wraps it to prefix
+    each line with the rank, and writes what it printed only after it returns."""
+    def hook(kind, error, tb):
         if issubclass(kind, UsageError):
-            print(f"{script}: error: {error}", file=sys.stderr)
-            sys.exit(1)
-        sys.__excepthook__(kind, error, traceback)
+            print(f"{script}: error: {error}", file=sys.stderr, flush=True)
+        else:
+            sys.__excepthook__(kind, error, tb)
     sys.excepthook = hook

@@ -19,7 +19,8 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from checkpoint import atomic_write, load_checkpoint, read_checkpoint
+from checkpoint import load_checkpoint, read_checkpoint
+from output import atomic_write
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import glue_tasks
 from data.text import TOKENIZERS, get_tokenizer

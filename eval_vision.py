@@ -35,7 +35,8 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
-from checkpoint import atomic_write, load_checkpoint, read_checkpoint
+from checkpoint import load_checkpoint, read_checkpoint
+from output import atomic_write
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.images import load_images
 from devices import pick_attn_backend, setup_processes

@@ -16,7 +16,6 @@ from dataclasses import asdict
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
-from tqdm import tqdm
 
 from checkpoint import model_config_from, read_checkpoint, save_checkpoint
 from configurator import UsageError, check_ranges, configure, one_line_errors
@@ -26,6 +25,7 @@ from evals.finetune import lr_at
 from evals.plot import plot_log
 from model import ModelConfig, Transformer, patchify
 from objectives import Objective, to_device
+from output import claim_out_dir, progress as progress_bar
 
 # -----------------------------------------------------------------------------
 # default config: a small ar model on the embedded Shakespeare corpus, on CPU in minutes
@@ -79,7 +79,7 @@ lr_decay_iters = 1000
 min_lr = 1e-4
 # system
 device = 'auto'             # 'cpu', 'cuda', 'cuda:1', ... ; auto = cuda if available
-dtype = 'auto'              # bf16 autocast on CUDA, fp32 on CPU
+dtype = 'auto'              # bf16 autocast on CUDA, fp32 on CPU; float16 trains with a gradient scaler
 compile = 'auto'            # True / False; auto = torch.compile on CUDA, off on CPU
 seed = 1337
 eval_objective = ''         # score both splits with another objective's loss ('' = the pretraining one): 'ar' reads a
@@ -111,29 +111,27 @@ scoring = Objective.from_config({**config, 'objective': eval_objective or object
 if scoring.kind.masked != pretraining.kind.masked:  # a masked model never saw a causal input, nor ar a [MASK]
     raise UsageError(f"eval_objective={eval_objective!r} reads other inputs than {objective}: "
                      "use 'ar' for ar or dar, 'mdlm' for a masked objective")
-# a new run never touches an old one: refuse before anything is read or written
-last_path, best_path = os.path.join(out_dir, 'ckpt_last.pt'), os.path.join(out_dir, 'ckpt_best.pt')
-log_path = os.path.join(out_dir, 'log.jsonl')
-run_files = [os.path.join(out_dir, name) for name in ('ckpt_last.pt', 'ckpt_best.pt', 'log.jsonl', 'loss.png', 'loss.csv')]
-if init_from == 'scratch' and any(os.path.exists(path) for path in run_files) and not overwrite:
-    raise UsageError(f"{out_dir} already holds a run: continue it with --init_from=resume, train into a new "
-                     "--out_dir, or pass --overwrite=True to delete it first")
-
-# -----------------------------------------------------------------------------
-# processes and devices
-ddp, rank, local_rank, world_size, device, dtype, autocast = setup_processes(device, dtype)
-master, device_type = rank == 0, device.split(':')[0]
+# every check that needs no process group runs before torchrun's group starts: an error there is one line per process
+world_size = int(os.environ.get('WORLD_SIZE', 1))
 if gradient_accumulation_steps % world_size:
     raise UsageError(f"gradient_accumulation_steps={gradient_accumulation_steps} must be a multiple of the "
                      f"{world_size} processes: it counts micro-steps summed over all of them")
 accum = gradient_accumulation_steps // world_size
-attn_backend, compile = pick_attn_backend(attn_backend, device), pick_compile(compile, device)
-torch.manual_seed(seed + rank)  # dropout differs per process; data comes from the streams below
+if max_iters < lr_decay_iters and int(os.environ.get('RANK', 0)) == 0:
+    print(f"warning: max_iters={max_iters} < lr_decay_iters={lr_decay_iters}: the learning rate stops at "
+          f"{lr_at(max_iters, learning_rate, warmup_iters, lr_decay_iters, min_lr, schedule):.2e} and never reaches "
+          f"min_lr={min_lr:.2e} (set --lr_decay_iters={max_iters} to decay fully)", file=sys.stderr)
+# a new run never touches an old one: refuse before anything is read or written
+last_path, best_path = os.path.join(out_dir, 'ckpt_last.pt'), os.path.join(out_dir, 'ckpt_best.pt')
+log_path = os.path.join(out_dir, 'log.jsonl')
+run_files = [os.path.join(out_dir, name) for name in ('ckpt_last.pt', 'ckpt_best.pt', 'log.jsonl', 'loss.png', 'loss.csv')]
+if int(os.environ.get('RANK', 0)) == 0:  # overwrite: the old run is deleted only once the new one has started
+    claim_out_dir(out_dir, [os.path.basename(path) for path in run_files] if init_from == 'scratch' and not overwrite
+                  else [], fix="continue it with --init_from=resume, train into a new --out_dir, or pass "
+                  "--overwrite=True to delete it first")
 
 # -----------------------------------------------------------------------------
-# data: every micro-batch of the global batch has its own stream (generator), so one process with accumulation
-# draws exactly the data that several processes draw: stream = rank * accum + micro_step
-streams = [torch.Generator().manual_seed(seed * 1000 + rank * accum + m) for m in range(accum)]
+# data
 if input_kind == 'tokens':
     from data.text import TOKENIZERS, corpus_tokenizer, get_batch, load_tokens, model_vocab_size
     data_dir = dataset if os.sep in dataset else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', dataset)
@@ -158,7 +156,6 @@ else:
         raise UsageError(f"{dataset} has {image_sets['train'].channels} channels, config says channels={channels}")
     model_args = dict(input_kind='patches', image_size=image_size, patch_size=patch_size, channels=channels,
                       norm_pix_loss=norm_pix_loss)
-
     def sequences(split, generator):
         images = image_sets[split]
         index = torch.randint(len(images), (batch_size,), generator=generator)
@@ -168,26 +165,51 @@ else:
 
     bos = None
 
+model_args.update(n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout, bias=bias, mlp=mlp,
+                  attn_backend=pick_attn_backend(attn_backend, 'cuda' if device == 'auto' and torch.cuda.is_available()
+                                                 else device))
+model_config = ModelConfig(**model_args)
+
+# -----------------------------------------------------------------------------
+# resume continues the run its checkpoint records. Only where and how long it runs, what it shows and the hardware
+# may change; another objective, schedule, data or evaluation would silently make a different run.
+RESUMABLE_CHANGES = ('out_dir', 'init_from', 'overwrite', 'max_iters', 'eval_interval', 'log_interval', 'progress',
+                     'device', 'dtype', 'compile', 'attn_backend')
+iter_num, best_val_loss, checkpoint = 0, float('inf'), None
+if init_from == 'resume':
+    checkpoint = read_checkpoint(last_path)
+    saved = model_config_from(checkpoint, last_path, attn_backend=model_config.attn_backend)
+    if asdict(saved) != asdict(model_config):
+        diff = {k: (v, asdict(model_config)[k]) for k, v in asdict(saved).items() if asdict(model_config)[k] != v}
+        raise UsageError(f"{last_path} holds another architecture (checkpoint vs config: {diff}): "
+                         "resume with the settings it was trained with, or use a new out_dir")
+    saved = checkpoint.get('config', {})
+    as_saved = lambda value: list(value) if isinstance(value, tuple) else value  # noqa: E731 (tuples load as lists)
+    changed = [k for k in config if k in saved and k not in RESUMABLE_CHANGES and as_saved(saved[k]) != as_saved(config[k])]
+    if changed:
+        raise UsageError(f"{last_path} was trained with " + ', '.join(f"{k}={saved[k]!r}" for k in changed) +
+                         " but this command says " + ', '.join(f"{k}={config[k]!r}" for k in changed) +
+                         ": resume with the checkpoint's settings, or start a new run in another --out_dir")
+    if checkpoint['world_size'] != world_size or saved['gradient_accumulation_steps'] != gradient_accumulation_steps:
+        raise UsageError(f"{last_path} was written by {checkpoint['world_size']} processes with gradient_accumulation_steps="
+                         f"{saved['gradient_accumulation_steps']}: resume with the same layout")
+
+# -----------------------------------------------------------------------------
+# processes and devices
+ddp, rank, local_rank, world_size, device, dtype, autocast = setup_processes(device, dtype)
+master, device_type = rank == 0, device.split(':')[0]
+attn_backend, compile = model_config.attn_backend, pick_compile(compile, device)
+torch.manual_seed(seed + rank)  # dropout differs per process; data comes from the streams below
+# every micro-batch of the global batch has its own data stream (generator), so one process with accumulation
+# draws exactly the data that several processes draw: stream = rank * accum + micro_step
+streams = [torch.Generator().manual_seed(seed * 1000 + rank * accum + m) for m in range(accum)]
+
 def next_batch(split, generator, reading=pretraining):  # bert_replace draws its random tokens from the ids below BOS
     batch = reading.batch(sequences(split, generator), generator, bos)
     return to_device(batch, device, non_blocking=device_type == 'cuda')
 
 # -----------------------------------------------------------------------------
 # model, optimizer, resume
-model_args.update(n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout, bias=bias, mlp=mlp,
-                  attn_backend=attn_backend)
-model_config = ModelConfig(**model_args)
-iter_num, best_val_loss, checkpoint = 0, float('inf'), None
-if init_from == 'resume':
-    checkpoint = read_checkpoint(last_path)
-    saved = model_config_from(checkpoint, last_path, attn_backend=attn_backend)
-    if asdict(saved) != asdict(model_config):
-        diff = {k: (v, asdict(model_config)[k]) for k, v in asdict(saved).items() if asdict(model_config)[k] != v}
-        raise UsageError(f"{last_path} holds another architecture (checkpoint vs config: {diff}): "
-                         "resume with the settings it was trained with, or use a new out_dir")
-    if checkpoint['world_size'] != world_size or checkpoint['config']['gradient_accumulation_steps'] != gradient_accumulation_steps:
-        raise UsageError(f"{last_path} was written by {checkpoint['world_size']} processes with gradient_accumulation_steps="
-                         f"{checkpoint['config']['gradient_accumulation_steps']}: resume with the same layout")
 model = Transformer(model_config)
 # DDP wants a gradient for every trainable parameter: freeze the learned inputs this objective never reads
 probe = pretraining.batch(sequences('train', torch.Generator().manual_seed(0)), torch.Generator().manual_seed(0), bos)
@@ -198,9 +220,13 @@ check_memory(step_memory(model, probe, training=True), device,
 model = model.to(device)
 optimizer = torch.optim.AdamW(model.optim_groups(weight_decay), lr=learning_rate, betas=(beta1, beta2),
                               **({'fused': True} if device_type == 'cuda' else {}))
+# float16's narrow range underflows small gradients: scale the loss up, and the gradients back down before the step
+scaler = torch.amp.GradScaler(device_type, enabled=dtype == 'float16')
 if checkpoint is not None:
     model.load_state_dict(checkpoint['model'])
     optimizer.load_state_dict(checkpoint['optimizer'])
+    if scaler.is_enabled() and checkpoint.get('scaler'):
+        scaler.load_state_dict(checkpoint['scaler'])
     iter_num, best_val_loss = checkpoint['iter'], checkpoint['best_val_loss']
     for generator, state in zip(streams, checkpoint['streams'][rank]):
         generator.set_state(state)
@@ -253,7 +279,7 @@ def save(paths):
     if master:
         state = {'model': raw_model.state_dict(), 'optimizer': optimizer.state_dict(),
                  'model_config': asdict(model_config), 'objective': asdict(pretraining), 'config': config, 'iter': iter_num,
-                 'best_val_loss': best_val_loss, 'world_size': world_size, 'streams': states, 'torch_rng': torch_rng}
+                 'best_val_loss': best_val_loss, 'scaler': scaler.state_dict(), 'world_size': world_size, 'streams': states, 'torch_rng': torch_rng}
         for path in paths:
             save_checkpoint(state, path)
 
@@ -263,16 +289,24 @@ def stop_on_nan(value, where):
                          f"last finite evaluation ({last_path}); lower learning_rate or raise warmup_iters and resume")
 
 # -----------------------------------------------------------------------------
-# training loop
+# training loop. log.jsonl gets a training line every log_interval steps (the mean loss of those steps) and an
+# evaluation line (val_loss, eval_train_loss) every eval_interval; the tag names the run when several share a terminal
+tag = os.path.basename(os.path.normpath(out_dir))
 if master:
-    os.makedirs(out_dir, exist_ok=True)
-    print(f"{pretraining.label} | {raw_model.num_params() / 1e6:.2f}M parameters | {device} {dtype} {attn_backend}"
-          f"{' compiled' if compile else ''} | {world_size} process(es) x {accum} micro-steps x {batch_size}")
+    print(f"{tag} | {pretraining.label} | {raw_model.num_params() / 1e6:.2f}M parameters | {device} {dtype} "
+          f"{attn_backend}{' compiled' if compile else ''} | {world_size} process(es) x {accum} micro-steps x {batch_size}")
     for path in filter(os.path.exists, run_files if init_from == 'scratch' else []):  # --overwrite=True said so
         os.remove(path)
+
+def write_log(record):
+    if master:
+        with open(log_path, 'a') as f:
+            f.write(json.dumps(record) + '\n')
+
 peak = peak_flops(torch.cuda.get_device_name(device), dtype) if device_type == 'cuda' else None
-bar = tqdm(total=max_iters, initial=iter_num, disable=not (master and progress), dynamic_ncols=True)
-train_loss_sum, train_loss_count, stopping = torch.zeros((), device=device), 0, False
+bar = progress_bar(total=max_iters, initial=iter_num, desc=tag, unit='steps', enabled=master and progress)
+train_loss_sum, train_loss_count, window_time, window_flops = torch.zeros((), device=device), 0, 0.0, 0.0
+stopping = False
 tokens_per_step = batch_size * (block_size if input_kind == 'tokens' else model_config.block_size) * accum * world_size
 model.train()
 while iter_num < max_iters:
@@ -280,56 +314,53 @@ while iter_num < max_iters:
     for group in optimizer.param_groups:
         group['lr'] = lr
     t0 = time.time()
-    flops = 0.0
     for micro_step in range(accum):
         batch = next_batch('train', streams[micro_step])
         if ddp:  # sync gradients only on the last micro-step, and say so BEFORE its forward pass
             model.require_backward_grad_sync = micro_step == accum - 1
         with autocast:
             _, loss = model(**batch)
-        (loss / accum).backward()
+        scaler.scale(loss / accum).backward()
         train_loss_sum += loss.detach()
         train_loss_count += 1
-        flops += step_flops(raw_model, batch) if peak else 0.0
+        window_flops += step_flops(raw_model, batch) if peak else 0.0
     if grad_clip:
+        scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-    optimizer.step()
+    scaler.step(optimizer)
+    scaler.update()
     optimizer.zero_grad(set_to_none=True)
     iter_num += 1
     if device_type == 'cuda':
         torch.cuda.synchronize()
-    dt = time.time() - t0
+    window_time += time.time() - t0
     bar.update(1)
-    if iter_num % log_interval == 0 and master:
-        current = float(train_loss_sum) / train_loss_count
-        stop_on_nan(current, 'training')
-        postfix = dict(loss=f"{current:.4f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_step / dt:.0f}")
-        if peak:
-            postfix['mfu'] = f"{100 * flops * world_size / dt / peak:.1f}%"
-        bar.set_postfix(postfix)
     stopping = bool(stop_signal)
     if ddp:
         flag = torch.tensor(float(stopping), device=device)
         dist.all_reduce(flag)
         stopping = bool(flag.item())
+    if iter_num % log_interval == 0 or iter_num == max_iters or stopping:
+        train_loss = float(train_loss_sum) / train_loss_count  # this process's micro-batches since the last line
+        stop_on_nan(train_loss, 'training')
+        record = dict(iter=iter_num, train_loss=train_loss, lr=lr,
+                      tokens_per_sec=tokens_per_step * train_loss_count / accum / window_time, time=time.time())
+        if peak:
+            record['mfu'] = window_flops * world_size / window_time / peak
+        write_log(record)
+        bar.set_postfix(loss=f"{train_loss:.4f}", lr=f"{lr:.2e}", tok_s=f"{record['tokens_per_sec']:.0f}",
+                        **({'mfu': f"{100 * record['mfu']:.1f}%"} if peak else {}))
+        train_loss_sum.zero_()
+        train_loss_count, window_time, window_flops = 0, 0.0, 0.0
     if iter_num % eval_interval == 0 or iter_num == max_iters or stopping:
         losses = estimate_loss()
-        train_loss = float(train_loss_sum) / max(1, train_loss_count)
-        stop_on_nan(train_loss, 'training')
         stop_on_nan(losses['val'], 'validation')
-        record = dict(iter=iter_num, train_loss=train_loss, eval_train_loss=losses['train'], val_loss=losses['val'],
-                      lr=lr, tokens_per_sec=tokens_per_step / dt, time=time.time())
-        if peak:
-            record['mfu'] = flops * world_size / dt / peak
-        train_loss_sum.zero_()
-        train_loss_count = 0
         improved = losses['val'] < best_val_loss
         best_val_loss = min(best_val_loss, losses['val'])
         save([last_path, best_path] if improved else [last_path])
+        write_log(dict(iter=iter_num, eval_train_loss=losses['train'], val_loss=losses['val'], lr=lr, time=time.time()))
         if master:
-            with open(log_path, 'a') as f:
-                f.write(json.dumps(record) + '\n')
-            bar.write(f"iter {iter_num}: train {train_loss:.4f}, val {losses['val']:.4f}"
+            bar.write(f"{tag} | iter {iter_num}: train {losses['train']:.4f}, val {losses['val']:.4f}"
                       f"{' (best)' if improved else ''}")
     if stopping:
         if master:

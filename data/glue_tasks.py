@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from checkpoint import atomic_write
+from output import atomic_write
 from configurator import UsageError
 
 GLUE_DIR = os.path.join("data", "glue")

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from checkpoint import atomic_write
+from output import atomic_write
 from configurator import UsageError
 
 SPLITS = ('train', 'val')

@@ -22,7 +22,6 @@ import os
 import subprocess
 import sys
 import tarfile
-import tempfile
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -33,7 +32,7 @@ import tiktoken.load
 import torch
 from tqdm import tqdm
 
-from checkpoint import atomic_write
+from output import atomic_write
 from configurator import UsageError
 
 BOS = 50256  # GPT-2 <|endoftext|>: conditioning token of every window and separator between documents
@@ -273,20 +272,12 @@ def hold_out_tail(docs, n_tail):
 # -----------------------------------------------------------------------------
 # writing a corpus
 
-def temp_beside(path):
-    """A fresh temp file next to path (unique: two processes writing the same file do not collide);
-    written there and then os.replace'd, a crash never leaves a half-written file at path."""
-    handle, temp = tempfile.mkstemp(dir=Path(path).parent, prefix=Path(path).name + ".", suffix=".tmp")
-    os.close(handle)
-    return Path(temp)
-
-
 def write_split(path, docs, encoder, split):
-    """Tokenise docs (EOT after each) into a uint16 file, streaming; returns (tokens, docs)."""
-    temp = temp_beside(path)
-    n_tokens = n_docs = 0
-    try:
-        with open(temp, "wb") as out, tqdm(desc=f"tokenizing {split}", unit=" docs") as progress:
+    """Tokenise docs (EOT after each) into a uint16 file, streaming and atomically; returns (tokens, docs)."""
+    counts = dict(tokens=0, docs=0)
+
+    def write(out):
+        with tqdm(desc=f"tokenizing {split}", unit=" docs") as progress:
             batch = []
             for doc in itertools.chain(docs, [None]):  # None flushes the last batch
                 if doc is not None and doc.strip():
@@ -295,17 +286,14 @@ def write_split(path, docs, encoder, split):
                     for ids in encoder.encode_ordinary_batch(batch, num_threads=os.cpu_count() or 1):
                         ids.append(encoder.eot_token)
                         out.write(np.asarray(ids, dtype=np.uint16).tobytes())
-                        n_tokens += len(ids)
-                    n_docs += len(batch)
+                        counts['tokens'] += len(ids)
+                    counts['docs'] += len(batch)
                     progress.update(len(batch))
                     batch = []
-        if n_docs:
-            os.replace(temp, path)
-        else:
-            path.unlink(missing_ok=True)  # an old split from a previous prepare would contradict meta.json
-    finally:
-        temp.unlink(missing_ok=True)
-    return n_tokens, n_docs
+    atomic_write(path, write)
+    if not counts['docs']:
+        path.unlink()  # no split rather than an empty one (an eval-only corpus has no train)
+    return counts['tokens'], counts['docs']
 
 
 def corpus_dir(here, tokenizer):
@@ -318,10 +306,10 @@ def write_corpus(out_dir, train_docs, val_docs, source, test_docs=None, tokenize
     """Tokenise document iterables into out_dir/{train,val,test}.bin and meta.json.
     An empty split (an eval-only corpus has no train) gets no .bin; meta.json lists the splits written.
     test_docs=None: the corpus has no test split at all (only WikiText-2 ships one)."""
+    encoder = get_tokenizer(check_tokenizer(tokenizer))  # before out_dir exists: a typo leaves no empty folder
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "meta.json").unlink(missing_ok=True)  # no meta describing bins that are being rewritten
-    encoder = get_tokenizer(tokenizer)
     meta = {"tokenizer": tokenizer, "vocab_size": encoder.n_vocab, "bos": encoder.eot_token, "dtype": "uint16",
             "source": source, "splits": []}
     splits = [("train", train_docs), ("val", val_docs)] + ([("test", test_docs)] if test_docs is not None else [])
@@ -480,18 +468,16 @@ def download(url, dest_dir):
     if dest.exists():
         print(f"using {dest} (already downloaded)")
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    temp = temp_beside(dest)
     print(f"downloading {url} -> {dest}")
-    try:
-        with urllib.request.urlopen(url) as response, open(temp, "wb") as out, \
+
+    def fetch(out):
+        with urllib.request.urlopen(url) as response, \
                 tqdm(total=int(response.headers.get("Content-Length") or 0) or None, unit="B", unit_scale=1) as bar:
             while chunk := response.read(1 << 20):
                 out.write(chunk)
                 bar.update(len(chunk))
-        os.replace(temp, dest)
+    try:
+        atomic_write(dest, fetch)
     except OSError as error:
         raise SystemExit(f"could not download {url} ({error}): download it yourself and pass --input=PATH") from None
-    finally:
-        temp.unlink(missing_ok=True)
     return dest

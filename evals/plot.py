@@ -10,7 +10,7 @@ import os
 import numpy as np
 from PIL import Image, ImageDraw
 
-from checkpoint import atomic_write
+from output import atomic_write
 
 
 COLORS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75),
@@ -109,6 +109,7 @@ def line_plot(path, series, title='', xlabel='', ylabel='', logx=False, logy=Fal
 def plot_log(log_path, path, title):
     """A training run's log.jsonl as its loss curve: train and validation loss against the step."""
     records = [json.loads(line) for line in open(log_path)]
-    steps = [record['iter'] for record in records]
-    line_plot(path, {'train': (steps, [r['train_loss'] for r in records]), 'val': (steps, [r['val_loss'] for r in records])},
+    train = [(r['iter'], r['train_loss']) for r in records if 'train_loss' in r]
+    val = [(r['iter'], r['val_loss']) for r in records if 'val_loss' in r]
+    line_plot(path, {'train': tuple(zip(*train)) or ((), ()), 'val': tuple(zip(*val)) or ((), ())},
               title=title, xlabel='iter', ylabel='loss')

@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image
 
-from checkpoint import atomic_write
+from output import atomic_write
 from configurator import UsageError
 from evals.finetune import lr_at
 from model import patchify, unpatchify

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from checkpoint import atomic_write
+from output import atomic_write
 from evals.plot import line_plot
 from experiments.stats import mean_std, paired_t_test, sign_test_p
 

@@ -46,8 +46,9 @@ def params(out_dir):
     return read_checkpoint(os.path.join(out_dir, 'ckpt_last.pt'))['model']
 
 
-def log(out_dir):
-    return [json.loads(line) for line in open(os.path.join(out_dir, 'log.jsonl'))]
+def log(out_dir, kind='val_loss'):
+    """log.jsonl's evaluation lines (kind='val_loss'), or its training lines (kind='train_loss')."""
+    return [record for record in map(json.loads, open(os.path.join(out_dir, 'log.jsonl'))) if kind in record]
 
 # -----------------------------------------------------------------------------
 
@@ -74,7 +75,8 @@ def test_resume_equals_straight_run(tmp_path, tiny_corpus, objective):
     train_here(tmp_path / 'straight', tiny_corpus, *common, '--max_iters=6')
     train_here(tmp_path / 'resumed', tiny_corpus, *common, '--max_iters=3')
     train_here(tmp_path / 'resumed', tiny_corpus, *common, '--max_iters=6', '--init_from=resume')
-    assert [r['train_loss'] for r in log(tmp_path / 'straight')] == [r['train_loss'] for r in log(tmp_path / 'resumed')]
+    for kind in ('train_loss', 'val_loss'):
+        assert [r[kind] for r in log(tmp_path / 'straight', kind)] == [r[kind] for r in log(tmp_path / 'resumed', kind)]
     a, b = params(tmp_path / 'straight'), params(tmp_path / 'resumed')
     for name in a:
         assert torch.equal(a[name], b[name]), name  # bitwise on CPU
@@ -126,10 +128,11 @@ def test_every_objective_learns_and_writes_its_outputs(tmp_path, tiny_corpus, ob
     out = tmp_path / objective
     train_here(out, tiny_corpus, f'--objective={objective}', *extra, '--max_iters=30', '--eval_interval=10',
                '--lr_decay_iters=30')
-    records = log(out)
-    assert [r['iter'] for r in records] == [10, 20, 30]
+    records, steps = log(out), log(out, 'train_loss')
+    assert [r['iter'] for r in records] == [10, 20, 30] and [r['iter'] for r in steps] == list(range(1, 31))
     assert records[-1]['val_loss'] < records[0]['val_loss'] - 0.2, (objective, records)
-    assert {'iter', 'train_loss', 'val_loss', 'lr', 'tokens_per_sec'} <= set(records[0])
+    assert {'iter', 'eval_train_loss', 'val_loss', 'lr'} <= set(records[0])
+    assert {'iter', 'train_loss', 'lr', 'tokens_per_sec'} <= set(steps[0])
     assert (out / 'loss.png').exists() and (out / 'loss.csv').exists() and (out / 'ckpt_best.pt').exists()
     model, ckpt = load_checkpoint(out / 'ckpt_best.pt')
     assert ckpt['config']['objective'] == objective
@@ -222,14 +225,14 @@ def test_a_new_run_never_touches_an_old_one(tmp_path, tiny_corpus):
     train_here(out, tiny_corpus, '--max_iters=4', '--eval_interval=2')
     before = {name: (out / name).read_bytes() for name in os.listdir(out)}
     assert {'ckpt_last.pt', 'ckpt_best.pt', 'log.jsonl', 'loss.csv', 'loss.png'} <= set(before)
-    assert 'already holds a run' in train_error(out, tiny_corpus, '--max_iters=1')
-    assert 'already holds a run' in train_error(out, tiny_corpus, '--max_iters=8', '--objective=dar')
+    assert 'from an earlier run' in train_error(out, tiny_corpus, '--max_iters=1')
+    assert 'from an earlier run' in train_error(out, tiny_corpus, '--max_iters=8', '--objective=dar')
     assert {name: (out / name).read_bytes() for name in os.listdir(out)} == before
     for name in ('ckpt_best.pt', 'ckpt_last.pt', 'loss.png', 'loss.csv'):  # any one file of a run is a run
         only = tmp_path / f'only-{name}'
         only.mkdir()
         (only / name).write_bytes(before[name])
-        assert 'already holds a run' in train_error(only, tiny_corpus, '--max_iters=1')
+        assert 'from an earlier run' in train_error(only, tiny_corpus, '--max_iters=1')
     train_here(out, tiny_corpus, '--max_iters=2', '--eval_interval=1', '--overwrite=True')
     assert [r['iter'] for r in log(out)] == [1, 2]  # the old run's log is gone, not appended to
     assert read_checkpoint(out / 'ckpt_last.pt')['iter'] == 2
@@ -299,9 +302,13 @@ def test_checkpoint_errors(tmp_path, tiny_corpus):
 
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_corpus):
+    """A run whose learning rate diverges after its first checkpoint (written here into that checkpoint's config,
+    since resume refuses a changed schedule)."""
     out = tmp_path / 'out'
+    diverging = dict(learning_rate=1e30, grad_clip=0.0, warmup_iters=0)
     train_here(out, tiny_corpus, '--max_iters=2', '--eval_interval=2')
     good = read_checkpoint(out / 'ckpt_last.pt')
+    save_checkpoint({**good, 'config': {**good['config'], **diverging}}, out / 'ckpt_last.pt')
     with pytest.raises(SystemExit, match=r'^train.py: error: \w+ loss is nan at iter \d+: [^\n]*resume$'):
         train_here(out, tiny_corpus, '--max_iters=40', '--eval_interval=40', '--init_from=resume',
                    '--learning_rate=1e30', '--grad_clip=0.0', '--warmup_iters=0')

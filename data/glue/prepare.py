@@ -15,6 +15,7 @@ Two sources:
 
 import argparse
 import os
+import shutil
 import sys
 import urllib.request
 import zipfile
@@ -23,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 import numpy as np
 
-from checkpoint import atomic_write
+from output import atomic_write
 from data.glue_tasks import TASKS, clean, read_task, write_tsv
 
 GLUE_URL = "https://dl.fbaipublicfiles.com/glue/data/"
@@ -54,14 +55,13 @@ def fetch(url, cache_dir, allow_download=True):
         return path
     if not allow_download:
         raise SystemExit(f"{path} is missing: download {url} into {cache_dir}/ (or drop --no-download)")
-    os.makedirs(cache_dir, exist_ok=True)
     print(f"downloading {url}")
     try:
-        urllib.request.urlretrieve(url, path + ".part")
+        with urllib.request.urlopen(url) as response:
+            atomic_write(path, lambda out: shutil.copyfileobj(response, out))
     except OSError as error:
         raise SystemExit(f"could not download {url} ({error}): fetch it by hand into {cache_dir}/ and rerun "
                          f"with --no-download, or use --source hf") from None
-    os.replace(path + ".part", path)
     return path
 
 
