@@ -26,24 +26,25 @@ data: setup
 # their perplexity by prefix length on one plot (Fig. 3) with the unigram / bigram floors, then a sample from each.
 # The configs' recipe at half their batch (16 x 128 bytes) for 300 steps: about a minute per core on the slow
 # machines of our kind, where ar already uses more than the previous byte. The last line checks that it does: ar
-# below the bigram floor on the held-out plays, else make demo fails with one line.
+# below the bigram floor on the held-out plays, else make demo fails with one line. Everything goes to out/demo/, so
+# the README's own runs (out-ar-shakespeare-bytes, ...) are never touched; make demo again replaces its own.
 DEMO_STEPS ?= 300
-demo_run = OMP_NUM_THREADS=1 $(PYTHON) train.py $(1) --batch_size=16 --max_iters=$(DEMO_STEPS) \
-	--lr_decay_iters=$(DEMO_STEPS) --warmup_iters=30 --eval_interval=100 --overwrite=True --progress=False
+DEMO = out/demo
+demo_run = OMP_NUM_THREADS=1 $(PYTHON) train.py config/$(1)_shakespeare_bytes.py --out_dir=$(DEMO)/$(1) --batch_size=16 \
+	--max_iters=$(DEMO_STEPS) --lr_decay_iters=$(DEMO_STEPS) --warmup_iters=30 --eval_interval=100 --overwrite=True
 demo: setup
 	$(PYTHON) data/shakespeare/prepare.py --tokenizer=bytes
-	$(call demo_run,config/ar_shakespeare_bytes.py) & ar=$$!; $(call demo_run,config/vm_shakespeare_bytes.py); \
-		vm=$$?; wait $$ar && [ $$vm = 0 ]  # --overwrite=True: make demo again replaces its own runs
-	$(PYTHON) eval_ppl.py config/eval_ppl_shakespeare_bytes.py --ckpt=out-ar-shakespeare-bytes/ckpt_best.pt \
-		--ckpt=out-vm-shakespeare-bytes/ckpt_best.pt --names=ar --names=vm --max_tokens=4000 --out_dir=out/demo
-	OMP_NUM_THREADS=1 $(PYTHON) sample.py --ckpt=out-ar-shakespeare-bytes/ckpt_best.pt --prompt='ROMEO:' \
+	$(call demo_run,ar) & ar=$$!; $(call demo_run,vm); vm=$$?; wait $$ar && [ $$vm = 0 ]
+	$(PYTHON) eval_ppl.py config/eval_ppl_shakespeare_bytes.py --ckpt=$(DEMO)/ar/ckpt_best.pt \
+		--ckpt=$(DEMO)/vm/ckpt_best.pt --names=ar --names=vm --max_tokens=4000 --out_dir=$(DEMO)/ppl --overwrite=True
+	OMP_NUM_THREADS=1 $(PYTHON) sample.py --ckpt=$(DEMO)/ar/ckpt_best.pt --prompt='ROMEO:' \
 		--max_new_tokens=200  # one token at a time through a tiny model: a second thread only waits on the first
-	OMP_NUM_THREADS=1 $(PYTHON) sample.py --ckpt=out-vm-shakespeare-bytes/ckpt_best.pt --prompt='ROMEO:' \
+	OMP_NUM_THREADS=1 $(PYTHON) sample.py --ckpt=$(DEMO)/vm/ckpt_best.pt --prompt='ROMEO:' \
 		--max_new_tokens=200
 	@$(PYTHON) -c "import json, sys; ppl = {run['name']: run['ppl'] for run in \
-		json.load(open('out/demo/summary.json'))['checkpoints']}; ar, floor = ppl['ar'], ppl.get('(bigram)', 0.0); \
+		json.load(open('$(DEMO)/ppl/summary.json'))['checkpoints']}; ar, floor = ppl['ar'], ppl.get('(bigram)', 0.0); \
 		print('ar: perplexity %.2f on the held-out plays, below the bigram floor %.2f' % (ar, floor)) if ar < floor \
-		else sys.exit('make demo: error: ar perplexity %.2f is not below the bigram floor %.2f (out/demo/summary.json):' \
+		else sys.exit('make demo: error: ar perplexity %.2f is not below the bigram floor %.2f ($(DEMO)/ppl/summary.json):' \
 		' the demo did not learn; make test shows which part is broken' % (ar, floor))"
 
 test: setup-test

@@ -24,12 +24,31 @@ def _ticks(low, high, n=5):
     step = 10 ** math.floor(math.log10(raw))
     step *= next(m for m in (1, 2, 5, 10) if step * m >= raw)
     start = math.ceil(low / step) * step
-    return [start + i * step for i in range(int((high - start) / step) + 1)]
+    return [start + i * step for i in range(int((high - start) / step + 1e-9) + 1)], step
 
 
-def _label(value):  # steps print as 3000, not 3e+03
-    if value == int(value) and abs(value) < 1e7:
-        return str(int(value))
+def axis_ticks(low, high, log=False):
+    """[(position, label)] for an axis spanning low..high (log10 of the values on a log axis). A log axis is marked
+    at round values, 1 2 5 x 10^k (or powers of ten only when those are many), not at round logarithms (which
+    read 3.16, 15.8, 25.1); a narrow one falls back to round values evenly spaced. Labels carry the digits the
+    spacing needs, so ticks 0.2 apart around 150 read 149.8 150 150.2, not 150 150 150."""
+    if log:
+        decades = range(math.floor(low), math.ceil(high) + 1)
+        for mantissas in ((1, 2, 5), (1,)):
+            values = [m * 10.0 ** k for k in decades for m in mantissas if low <= math.log10(m * 10.0 ** k) <= high]
+            if 2 <= len(values) <= 8:
+                return [(math.log10(v), _label(v)) for v in values]
+        values, step = _ticks(10 ** low, 10 ** high)
+        return [(math.log10(v), _label(v, step)) for v in values if v > 0]
+    values, step = _ticks(low, high)
+    return [(v, _label(v, step)) for v in values]
+
+
+def _label(value, step=None):  # steps print as 3000, not 3e+03
+    if step is not None and step < 1 and abs(value) < 1e4:
+        return f"{value:.{-math.floor(math.log10(step) + 1e-9)}f}"
+    if abs(value - round(value)) < 1e-9 and abs(value) < 1e7:
+        return str(int(round(value)))
     return f"{value:.3g}" if abs(value) < 1e4 else f"{value:.2e}"
 
 
@@ -80,15 +99,15 @@ def line_plot(path, series, title='', xlabel='', ylabel='', logx=False, logy=Fal
     def to_px(x, y):
         return (left + (x - x0) / (x1 - x0) * (W - left - right), H - bottom - (y - y0) / (y1 - y0) * (H - top - bottom))
     draw.rectangle([left, top, W - right, H - bottom], outline='black')
-    for tick in _ticks(x0, x1):
+    for tick, label in axis_ticks(x0, x1, logx):
         px, _ = to_px(tick, y0)
         draw.line([px, H - bottom, px, H - bottom + 5], fill='black')
-        draw.text((px - 12, H - bottom + 8), _label(10 ** tick if logx else tick), fill='black')
-    for tick in _ticks(y0, y1):
+        draw.text((px - 12, H - bottom + 8), label, fill='black')
+    for tick, label in axis_ticks(y0, y1, logy):
         _, py = to_px(x0, tick)
         draw.line([left - 5, py, left, py], fill='black')
         draw.line([left, py, W - right, py], fill=(235, 235, 235))
-        draw.text((4, py - 6), _label(10 ** tick if logy else tick), fill='black')
+        draw.text((4, py - 6), label, fill='black')
     for i, line in enumerate(title_lines):
         draw.text((4, 4 + 12 * i), line, fill='black')
     draw.text(((W - len(xlabel) * 6) // 2, H - 20), xlabel, fill='black')

@@ -49,7 +49,7 @@ def load(record):
     runs = {}
     for path in sorted(glob.glob(os.path.join(record, 'runs', '*', '*', '*', 'log.jsonl'))):
         size, arm, seed = path.split(os.sep)[-4:-1]
-        rows = [json.loads(line) for line in open(path)]
+        rows = [row for row in map(json.loads, open(path)) if 'val_loss' in row]  # evaluation lines only
         if rows and rows[-1]['iter'] == settings['steps']:
             runs.setdefault((size, arm), {})[int(seed)] = tuple(np.array([r[key] for r in rows]) for key in
                                                                 ('iter', 'val_loss', 'eval_train_loss'))

@@ -116,7 +116,8 @@ def budget_check(report, settings, title, run_dirs, plot, steps, floor=None):
         logs = [f'{run_dir}/log.jsonl' for run_dir in dirs]
         if not all(os.path.exists(log) for log in logs):
             continue
-        by_iter = [{entry['iter']: entry['val_loss'] for entry in map(json.loads, open(log))} for log in logs]
+        by_iter = [{entry['iter']: entry['val_loss'] for entry in map(json.loads, open(log)) if 'val_loss' in entry}
+                   for log in logs]  # evaluation lines (training lines have no val_loss)
         if not all(max(run) == int(steps) for run in by_iter):  # every seed's run has finished its budget
             continue
         iters = sorted(set.intersection(*map(set, by_iter)))

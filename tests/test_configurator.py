@@ -3,12 +3,14 @@ natural values of its 'auto' keys (nanoGPT's --compile=False, --device=cpu) and 
 naming the accepted ones. Scripts run in this process (conftest.script_error): milliseconds per case."""
 import math
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
 
 from configurator import check_ranges, configure, parse_value
-from conftest import FIXTURES_GLUE, ROOT, run_in_process, script_error
+from conftest import FIXTURES_GLUE, ROOT, one_error_line, run_in_process, run_script, script_error
 
 
 def test_values_parse_as_typed():
@@ -198,3 +200,24 @@ def test_help_after_a_config_file_shows_its_values(capsys):
     out = capsys.readouterr().out
     assert "  --objective='vm'" in out and '  --mask_ratio=(0.15, 0.3) ' in out and '  --batch_size=8 ' in out
     assert '# optimizer (AdamW)\n  --learning_rate=0.002' in out
+
+
+def test_a_config_file_that_does_not_parse_or_raises_is_one_line(tmp_path):
+    for text, expected in (('n_layer = (\n', 'line 1'), ('batch_size = 8\nn_layer = 1 / 0\n', 'line 2: ZeroDivisionError')):
+        path = tmp_path / 'broken.py'
+        path.write_text(text)
+        one_error_line(run_script('train.py', str(path)), f'config file {path}, {expected}', 'fix the file')
+
+
+def test_a_usage_error_after_torchrun_starts_its_process_group_still_prints(tmp_path):
+    """torch.distributed wraps sys.excepthook once its group starts, and writes what the hook printed only if the
+    hook returns: a hook that exited there left the user with exit code 1 and nothing else."""
+    script = ("import sys, torch.distributed as dist; sys.path.insert(0, '.')\n"
+              "from configurator import UsageError, one_line_errors\n"
+              "one_line_errors('train.py')\n"
+              f"dist.init_process_group('gloo', init_method='file://{tmp_path / 'store'}', rank=0, world_size=1)\n"
+              "raise UsageError('data/pile/train.bin not found: run `python data/pile/prepare.py` first')\n")
+    result = subprocess.run([sys.executable, '-c', script], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == \
+        '[rank0]: train.py: error: data/pile/train.bin not found: run `python data/pile/prepare.py` first'

@@ -5,6 +5,7 @@ import gzip
 import html
 import io
 import json
+import os
 import shutil
 import sys
 import tarfile
@@ -290,6 +291,29 @@ def test_parse_overrides_and_run_main():
             text.parse_overrides(defaults, bad)
     with pytest.raises(SystemExit, match="^error: no input files match"):
         text.run_main(lambda: text.expand_inputs("/nonexistent/*.jsonl"))
+
+
+
+def test_an_unknown_tokenizer_stops_before_any_folder_is_made(tmp_path):
+    (tmp_path / "book.txt").write_text("One line.\nAnother line.\n")
+    with pytest.raises(UsageError, match="unknown tokenizer 'byte': choose one of"):
+        generic_prepare.main([f"--input={tmp_path}/book.txt", f"--out_dir={tmp_path}/out", "--tokenizer=byte"])
+    assert not (tmp_path / "out").exists()
+
+
+def test_prepared_files_honour_the_umask(tmp_path):
+    """mkstemp makes 0600 files whatever the umask: a corpus (or checkpoint) prepared by one user could not be read
+    by another sharing the machine. atomic_write gives every file open()'s mode, 0666 less the umask."""
+    old = os.umask(0o022)
+    try:
+        text.write_corpus(tmp_path / "shared", ["Some text."], ["Held out."], source="unit test")
+        os.umask(0o077)
+        text.write_corpus(tmp_path / "private", ["Some text."], ["Held out."], source="unit test")
+    finally:
+        os.umask(old)
+    for name in ("train.bin", "val.bin", "meta.json"):
+        assert (tmp_path / "shared" / name).stat().st_mode & 0o777 == 0o644, name
+        assert (tmp_path / "private" / name).stat().st_mode & 0o777 == 0o600, name
 
 
 # -----------------------------------------------------------------------------

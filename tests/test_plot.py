@@ -1,11 +1,12 @@
 """evals/plot.py: the numbers go to the CSV unchanged, and the text of a plot stays readable (a long title wraps
 inside the image instead of running over the y label or off the edge)."""
 import csv
+import json
 
 import numpy as np
 from PIL import Image
 
-from evals.plot import _label, line_plot, log_ranks
+from evals.plot import _label, axis_ticks, line_plot, log_ranks, plot_log
 
 
 def test_csv_holds_every_point(tmp_path):
@@ -41,3 +42,27 @@ def test_log_ranks_keep_the_head_the_last_rank_and_few_points():
     assert ranks[:100].tolist() == list(range(1, 101)) and ranks[-1] == 100_000
     assert np.all(np.diff(ranks) > 0) and len(ranks) <= 500
     assert log_ranks(7).tolist() == list(range(1, 8)) and len(log_ranks(0)) == 0
+
+
+def test_ticks_are_distinct_and_a_log_axis_is_marked_at_round_values():
+    """A one-point log pads its axis by 0.5: ticks 0.2 apart must not all read 150. A log axis from 3 to 30 reads
+    5 10 20, not the round logarithms 3.16 15.8 25.1."""
+    for low, high in ((149.5, 150.5), (0, 3000), (1.7, 4.2), (0.001, 0.002)):
+        labels = [label for _, label in axis_ticks(low, high)]
+        assert len(set(labels)) == len(labels) >= 2, labels
+        assert all(abs(float(label) - tick) < 1e-9 + 0.01 * (high - low) for (tick, _), label in
+                   zip(axis_ticks(low, high), labels))
+    assert [label for _, label in axis_ticks(np.log10(3), np.log10(30), log=True)] == ['5', '10', '20']
+    for low, high in ((0, 5), (np.log10(2.5), np.log10(3.5)), (0.2, 1.4)):
+        ticks = axis_ticks(low, high, log=True)
+        assert len(ticks) >= 2 and all(abs(np.log10(float(label)) - tick) < 1e-9 for tick, label in ticks), ticks
+
+
+def test_a_training_log_plots_training_lines_and_evaluation_lines(tmp_path):
+    """log.jsonl: a training line every log_interval steps, an evaluation line every eval_interval (train.py)."""
+    lines = [dict(iter=k, train_loss=5.0 - k / 10, lr=1e-3) for k in range(1, 11)] + \
+        [dict(iter=10, eval_train_loss=4.0, val_loss=4.2, lr=1e-3)]
+    (tmp_path / 'log.jsonl').write_text(''.join(json.dumps(line) + '\n' for line in lines))
+    plot_log(str(tmp_path / 'log.jsonl'), str(tmp_path / 'loss.png'), title='ar')
+    rows = list(csv.reader(open(tmp_path / 'loss.csv')))[1:]
+    assert [r[0] for r in rows] == ['train'] * 10 + ['val'] and float(rows[-1][2]) == 4.2

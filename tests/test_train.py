@@ -1,6 +1,7 @@
 """train.py end to end: DDP equals accumulation, resume equals straight, crashes lose nothing, it learns,
 and every bad input stops with one line."""
 import json
+import math
 import os
 import shutil
 import signal
@@ -346,3 +347,88 @@ def test_eval_objective_scores_dar_by_its_exact_left_to_right_likelihood(tmp_pat
         exact = float(score_windows(state['raw_model'].eval(), windows, 'groups').mean())
     assert log(tmp_path / 'ar')[-1]['val_loss'] == pytest.approx(exact, abs=1e-5)
     assert 'eval_objective' in train_error(tmp_path / 'bad', tiny_corpus, '--eval_objective=mdlm')
+
+
+# -----------------------------------------------------------------------------
+# what a new user hits: errors under torchrun, resume, files, logs
+
+def torchrun(*args):
+    return subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2',
+                           'train.py', *args], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, 'OMP_NUM_THREADS': '1'})
+
+
+@pytest.mark.long
+def test_errors_reach_the_terminal_under_torchrun(tmp_path, tiny_corpus):
+    """torchrun's own wrapper swallowed the line (the design card's command printed only ChildFailedError)."""
+    result = torchrun(f'--dataset={tiny_corpus}', f'--out_dir={tmp_path / "out"}', *TINY, '--max_iters=1')
+    assert result.returncode != 0
+    assert 'train.py: error: gradient_accumulation_steps=1 must be a multiple of the 2 processes' in result.stderr
+    result = torchrun(f'--dataset={tmp_path / "nowhere"}', f'--out_dir={tmp_path / "out"}', *TINY,
+                      '--gradient_accumulation_steps=2')
+    assert result.returncode != 0 and 'train.py: error: ' in result.stderr and 'prepare' in result.stderr
+    assert not os.path.exists(tmp_path / 'out' / 'log.jsonl')
+
+
+def test_resume_refuses_another_objective_schedule_or_data(tmp_path, tiny_corpus):
+    """A resumed run continues the checkpoint's run: --objective=mlm used to train on as mlm and compare its loss with
+    ar's best. Where, how long and how it is shown may change."""
+    out = tmp_path / 'out'
+    train_here(out, tiny_corpus, '--max_iters=2', '--eval_interval=2')
+    for flag in ('--objective=mlm', '--learning_rate=1e-2', '--warmup_iters=0', '--train_tokens=1000',
+                 '--eval_iters=3', '--batch_size=8', '--seed=7'):
+        message = train_error(out, tiny_corpus, '--max_iters=4', '--init_from=resume', flag)
+        key = flag[2:].split('=')[0]
+        assert f"was trained with {key}=" in message and f"this command says {key}=" in message, message
+        assert "resume with the checkpoint's settings" in message
+    train_here(out, tiny_corpus, '--max_iters=4', '--init_from=resume', '--eval_interval=1', '--log_interval=2')
+    assert read_checkpoint(out / 'ckpt_last.pt')['iter'] == 4
+
+
+def test_checkpoints_that_are_not_checkpoints(tmp_path, tiny_corpus):
+    out = tmp_path / 'out'
+    train_here(out, tiny_corpus, '--max_iters=1', '--eval_interval=1')
+    (out / 'ckpt_last.pt').write_text('not a checkpoint\n')
+    assert 'is not a checkpoint' in train_error(out, tiny_corpus, '--max_iters=2', '--init_from=resume')
+    (out / 'ckpt_last.pt').unlink()
+    (out / 'ckpt_last.pt').mkdir()
+    assert 'is a folder' in train_error(out, tiny_corpus, '--max_iters=2', '--init_from=resume')
+
+
+def test_an_out_dir_that_cannot_be_written_is_one_line(tmp_path, tiny_corpus):
+    (tmp_path / 'file').write_text('')
+    assert 'is a file, not a folder' in train_error(tmp_path / 'file', tiny_corpus, '--max_iters=1')
+    assert 'cannot write to out_dir' in train_error(tmp_path / 'file' / 'run', tiny_corpus, '--max_iters=1')
+
+
+def test_float16_trains_with_a_gradient_scaler_that_resumes(tmp_path, tiny_corpus):
+    """float16 underflows small gradients without loss scaling (bfloat16 does not): the scaler's state is saved, so
+    a resumed run scales as the straight one does."""
+    out = tmp_path / 'out'
+    train_here(out, tiny_corpus, '--dtype=float16', '--max_iters=2', '--eval_interval=1', '--n_layer=1')
+    scaler = read_checkpoint(out / 'ckpt_last.pt')['scaler']
+    assert scaler['scale'] > 1 and scaler['_growth_tracker'] == 2
+    train_here(out, tiny_corpus, '--dtype=float16', '--max_iters=3', '--eval_interval=1', '--n_layer=1',
+               '--init_from=resume')
+    assert read_checkpoint(out / 'ckpt_last.pt')['scaler']['_growth_tracker'] == 3
+    assert all(math.isfinite(r['train_loss']) for r in log(out, 'train_loss'))
+
+
+def test_logs_read_well_in_a_file(tmp_path, tiny_corpus):
+    """Into a pipe (make, a log file) progress comes as plain lines, never tqdm's carriage returns; every line names
+    its run (two runs share a terminal in make demo); a schedule that never decays is pointed out."""
+    result = train(tmp_path / 'ar-run', tiny_corpus, '--max_iters=3', '--eval_interval=3', '--progress=True')
+    assert result.returncode == 0, result.stderr
+    assert '\r' not in result.stdout + result.stderr and '\x1b' not in result.stdout + result.stderr
+    assert 'ar-run: 3/3 steps' in result.stderr
+    assert all(line.startswith('ar-run | ') for line in result.stdout.splitlines()), result.stdout
+    assert 'max_iters=3 < lr_decay_iters=20' in result.stderr and '--lr_decay_iters=3' in result.stderr
+
+
+def test_checkpoints_honour_the_umask(tmp_path):
+    old = os.umask(0o027)
+    try:
+        save_checkpoint({'model': {}, 'model_config': {}}, tmp_path / 'ckpt.pt')
+    finally:
+        os.umask(old)
+    assert (tmp_path / 'ckpt.pt').stat().st_mode & 0o777 == 0o640
