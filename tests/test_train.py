@@ -1,8 +1,10 @@
 """train.py end to end: DDP equals accumulation, resume equals straight, crashes lose nothing, it learns,
 and every bad input stops with one line."""
+import glob
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -14,6 +16,7 @@ import pytest
 import torch
 
 from checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
+from configurator import read_config
 from conftest import ROOT, one_error_line, run_in_process, run_script, script_error, write_corpus
 
 TINY = ['--n_layer=2', '--n_head=2', '--n_embd=32', '--block_size=33', '--batch_size=4', '--eval_iters=2',
@@ -169,6 +172,18 @@ def test_demo_configs_learn_shakespeare_bytes(tmp_path, arm):
     val_loss = log(tmp_path / 'out')[-1]['val_loss']
     floor = floors['bigram' if arm == 'ar' else 'unigram'].mean()
     assert val_loss < floor, (arm, val_loss, {name: nll.mean() for name, nll in floors.items()})
+
+def test_make_demo_writes_only_its_own_folders():
+    """make demo trains with --overwrite=True: into the README's own run folders (out-ar-shakespeare-bytes, the
+    out_dir of config/ar_shakespeare_bytes.py) it deleted a user's runs. Every folder it writes or reads lies under
+    out/demo/, and no config's out_dir does."""
+    commands = subprocess.run(['make', '-n', 'demo'], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    paths = re.findall(r"--(?:out_dir|ckpt)=(\S+)", commands)
+    assert len(paths) >= 5 and all(path.startswith('out/demo/') for path in paths), paths
+    assert commands.count('--out_dir=') == 3 and 'config/ar_shakespeare_bytes.py' in commands
+    config_dirs = {read_config(path).get('out_dir') for path in glob.glob(os.path.join(ROOT, 'config', '*.py'))}
+    assert not any(d and d.startswith('out/demo') for d in config_dirs), config_dirs
+
 
 # -----------------------------------------------------------------------------
 # bad input: one line on stderr, non-zero exit, nothing half-written
