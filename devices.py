@@ -21,9 +21,8 @@ from model import row_limits
 DTYPES = ('auto', 'float32', 'bfloat16', 'float16')
 
 
-def setup_processes(device='auto', dtype='auto'):
-    """Join torchrun's process group when RANK is set (nccl on CUDA, gloo on CPU) and pick this process's device.
-    -> (ddp, rank, local_rank, world_size, device, dtype, autocast): bf16 autocast on CUDA, fp32 on CPU."""
+def check_device(device='auto', dtype='auto'):
+    """device and dtype as the user gave them, checked where they enter: -> the device with 'auto' resolved."""
     if not (isinstance(device, str) and re.fullmatch(r'auto|cpu|mps|cuda(:\d+)?', device)):
         raise UsageError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps', got {device!r}")
     if dtype not in DTYPES:
@@ -36,9 +35,14 @@ def setup_processes(device='auto', dtype='auto'):
                          f"cuda:{n - 1}, --device=cuda, or --device=cpu")
     if device == 'mps' and not torch.backends.mps.is_available():
         raise UsageError("device='mps' but this machine has no Apple GPU: use --device=cpu (or auto)")
+    return ('cuda' if torch.cuda.is_available() else 'cpu') if device == 'auto' else device
+
+
+def setup_processes(device='auto', dtype='auto'):
+    """Join torchrun's process group when RANK is set (nccl on CUDA, gloo on CPU) and pick this process's device.
+    -> (ddp, rank, local_rank, world_size, device, dtype, autocast): bf16 autocast on CUDA, fp32 on CPU."""
+    device = check_device(device, dtype)
     ddp = 'RANK' in os.environ
-    if device == 'auto':
-        device = 'cuda' if torch.cuda.is_available() else 'cpu'
     rank, local_rank, world_size = 0, 0, 1
     if ddp:
         rank, local_rank, world_size = (int(os.environ[k]) for k in ('RANK', 'LOCAL_RANK', 'WORLD_SIZE'))

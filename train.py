@@ -19,8 +19,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from checkpoint import model_config_from, read_checkpoint, save_checkpoint
 from configurator import UsageError, check_ranges, configure, one_line_errors
-from devices import (check_memory, peak_flops, pick_attn_backend, pick_compile, setup_processes, step_flops,
-                     step_memory, stop_on_signals)
+from devices import (check_device, check_memory, peak_flops, pick_attn_backend, pick_compile, setup_processes,
+                     step_flops, step_memory, stop_on_signals)
 from evals.finetune import lr_at
 from evals.plot import plot_log
 from model import ModelConfig, Transformer, patchify
@@ -112,6 +112,8 @@ if scoring.kind.masked != pretraining.kind.masked:  # a masked model never saw a
     raise UsageError(f"eval_objective={eval_objective!r} reads other inputs than {objective}: "
                      "use 'ar' for ar or dar, 'mdlm' for a masked objective")
 # every check that needs no process group runs before torchrun's group starts: an error there is one line per process
+device_type = check_device(device, dtype).split(':')[0]  # 'auto' resolved
+attn_backend, compile = pick_attn_backend(attn_backend, device_type), pick_compile(compile, device_type)
 world_size = int(os.environ.get('WORLD_SIZE', 1))
 if gradient_accumulation_steps % world_size:
     raise UsageError(f"gradient_accumulation_steps={gradient_accumulation_steps} must be a multiple of the "
@@ -166,8 +168,7 @@ else:
     bos = None
 
 model_args.update(n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout, bias=bias, mlp=mlp,
-                  attn_backend=pick_attn_backend(attn_backend, 'cuda' if device == 'auto' and torch.cuda.is_available()
-                                                 else device))
+                  attn_backend=attn_backend)
 model_config = ModelConfig(**model_args)
 
 # -----------------------------------------------------------------------------
@@ -198,7 +199,6 @@ if init_from == 'resume':
 # processes and devices
 ddp, rank, local_rank, world_size, device, dtype, autocast = setup_processes(device, dtype)
 master, device_type = rank == 0, device.split(':')[0]
-attn_backend, compile = model_config.attn_backend, pick_compile(compile, device)
 torch.manual_seed(seed + rank)  # dropout differs per process; data comes from the streams below
 # every micro-batch of the global batch has its own data stream (generator), so one process with accumulation
 # draws exactly the data that several processes draw: stream = rank * accum + micro_step

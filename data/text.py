@@ -30,9 +30,8 @@ import numpy as np
 import tiktoken
 import tiktoken.load
 import torch
-from tqdm import tqdm
 
-from output import atomic_write
+from output import atomic_write, progress as progress_lines
 from configurator import UsageError
 
 BOS = 50256  # GPT-2 <|endoftext|>: conditioning token of every window and separator between documents
@@ -277,7 +276,7 @@ def write_split(path, docs, encoder, split):
     counts = dict(tokens=0, docs=0)
 
     def write(out):
-        with tqdm(desc=f"tokenizing {split}", unit=" docs") as progress:
+        with progress_lines(desc=f"tokenizing {split}", unit="docs") as progress:
             batch = []
             for doc in itertools.chain(docs, [None]):  # None flushes the last batch
                 if doc is not None and doc.strip():
@@ -472,7 +471,7 @@ def download(url, dest_dir):
 
     def fetch(out):
         with urllib.request.urlopen(url) as response, \
-                tqdm(total=int(response.headers.get("Content-Length") or 0) or None, unit="B", unit_scale=1) as bar:
+                progress_lines(total=int(response.headers.get("Content-Length") or 0) or None, unit="B") as bar:
             while chunk := response.read(1 << 20):
                 out.write(chunk)
                 bar.update(len(chunk))
