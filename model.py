@@ -42,6 +42,7 @@ class ModelConfig:
     channels: int = 1
     norm_pix_loss: bool = False  # MAE: regress per-patch normalised pixels
     attn_backend: str = 'sdpa'   # 'sdpa' (dense bool mask; the reference) or 'flex' (block-sparse, CUDA)
+    rope: bool = False           # text: rotary positions (RoPE) instead of a learned position table
 
     def __post_init__(self):
         if self.input_kind not in ('tokens', 'patches'):
@@ -52,6 +53,9 @@ class ModelConfig:
             raise UsageError(f"attn_backend must be 'sdpa' or 'flex', got {self.attn_backend!r}")
         if self.n_embd % self.n_head:
             raise UsageError(f"n_embd={self.n_embd} is not divisible by n_head={self.n_head}")
+        if self.rope and (self.input_kind != 'tokens' or self.n_embd // self.n_head % 2):
+            raise UsageError("rope rotates pairs of channels of text tokens' heads: it needs input_kind='tokens' "
+                             "(patches keep their 2-D sin-cos table) and an even head size (n_embd / n_head)")
         if self.input_kind == 'patches':
             if self.image_size % self.patch_size:
                 raise UsageError(f"image_size={self.image_size} is not divisible by patch_size={self.patch_size}: "
@@ -124,11 +128,27 @@ def flex_attention(q, k, v, block_mask):
     # compiled on CUDA (eager flex materialises the scores); eager on CPU, where there is no compiled backward
     global _flex_compiled
     from torch.nn.attention.flex_attention import flex_attention as flex
-    if q.device.type != 'cuda':  # contiguous: inductor's CPU template misreads a query assembled from two streams
-        return flex(q.contiguous(), k, v, block_mask=block_mask)
+    if q.device.type != 'cuda':  # contiguous: inductor's CPU template misreads q, k, v of differing strides
+        return flex(q.contiguous(), k.contiguous(), v.contiguous(), block_mask=block_mask)
     if _flex_compiled is None:
         _flex_compiled = torch.compile(flex, dynamic=False)
     return _flex_compiled(q, k, v, block_mask=block_mask)
+
+# -----------------------------------------------------------------------------
+# rotary positions (RoPE, Su et al. 2021): q and k of a row are rotated by that row's own position, so a score depends
+# on positions only through their difference. A masked target carries no token, only its position; with a learned
+# table it must first learn to attend to its neighbours, with RoPE locality is there from the first step.
+
+def rotary_angles(positions, head_size, base=10000.0):
+    """(B, R) positions -> (cos, sin), each (B, R, 1, head_size / 2): one angle per row and channel pair."""
+    inv_freq = base ** -(torch.arange(0, head_size, 2, device=positions.device, dtype=torch.float32) / head_size)
+    angles = positions[..., None, None].float() * inv_freq
+    return angles.cos(), angles.sin()
+
+def rotate(x, cos, sin):
+    """Rotate channel pairs (i, i + head_size / 2) of x: (B, R, heads, head_size) by the rows' angles."""
+    x1, x2 = x.float().chunk(2, dim=-1)
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).to(x.dtype)
 
 # -----------------------------------------------------------------------------
 # the Transformer block (pre-LN), shared by both streams
@@ -142,17 +162,19 @@ class Attention(nn.Module):
         self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
         self.resid_dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x, n_content, mask, causal):
+    def forward(self, x, n_content, mask, causal, rotary=None):
         # x: (B, R, C), content rows first, then R - n_content query rows; mask: (B, 1, R, n_content) bool (sdpa),
-        # a BlockMask (flex), or None with causal=True (SDPA's own causal kernel)
+        # a BlockMask (flex), or None with causal=True (SDPA's own causal kernel); rotary: (cos, sin) of every row
         B, R, C = x.shape
         q, k, v = self.c_attn(x[:, :n_content]).split(C, dim=2)  # each (B, n_content, C)
         if R > n_content:  # query rows: only their queries (Eq. 23: K and V come from the content stream)
             bias = None if self.c_attn.bias is None else self.c_attn.bias[:C]
             q = torch.cat([q, F.linear(x[:, n_content:], self.c_attn.weight[:C], bias)], dim=1)
-        q = q.view(B, R, self.n_head, C // self.n_head).transpose(1, 2)  # (B, heads, R, head size)
-        k = k.view(B, n_content, self.n_head, C // self.n_head).transpose(1, 2)
-        v = v.view(B, n_content, self.n_head, C // self.n_head).transpose(1, 2)
+        q, k, v = (t.view(B, t.shape[1], self.n_head, C // self.n_head) for t in (q, k, v))
+        if rotary is not None:  # query rows by their target's position, keys by their content row's
+            cos, sin = rotary
+            q, k = rotate(q, cos, sin), rotate(k, cos[:, :n_content], sin[:, :n_content])
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (B, heads, rows, head size)
         if mask is None or isinstance(mask, torch.Tensor):  # SDPA: its own causal kernel, or the dense boolean mask
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
                                                dropout_p=self.dropout if self.training else 0.0)
@@ -189,8 +211,8 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
 
-    def forward(self, x, n_content, mask, causal):
-        x = x + self.attn(self.ln_1(x), n_content, mask, causal)
+    def forward(self, x, n_content, mask, causal, rotary=None):
+        x = x + self.attn(self.ln_1(x), n_content, mask, causal, rotary)
         return x + self.mlp(self.ln_2(x))
 
 # -----------------------------------------------------------------------------
@@ -204,7 +226,7 @@ class Transformer(nn.Module):
         d = config.n_embd
         if config.input_kind == 'tokens':
             self.wte = nn.Embedding(config.vocab_size, d)
-            self.wpe = nn.Embedding(config.block_size, d)
+            self.wpe = None if config.rope else nn.Embedding(config.block_size, d)
             self.lm_head = nn.Linear(d, config.vocab_size, bias=False)
             self.lm_head.weight = self.wte.weight  # weight tying (GPT-2)
         else:
@@ -231,7 +253,7 @@ class Transformer(nn.Module):
                 nn.init.zeros_(module.bias)
 
     def num_params(self, non_embedding=True):  # nanoGPT's count: position embeddings left out
-        embedding = self.wpe.weight.numel() if non_embedding and self.config.input_kind == 'tokens' else 0
+        embedding = self.wpe.weight.numel() if non_embedding and getattr(self, 'wpe', None) is not None else 0
         return sum(p.numel() for p in self.parameters()) - embedding
 
     def optim_groups(self, weight_decay):
@@ -244,8 +266,10 @@ class Transformer(nn.Module):
 
     # ---- embeddings
 
-    def position(self, pos):
-        return self.wpe(pos) if self.config.input_kind == 'tokens' else self.pos_table[pos]
+    def position(self, pos):  # added to the inputs; with rope, positions enter in attention instead
+        if self.config.input_kind == 'patches':
+            return self.pos_table[pos]
+        return 0.0 if self.config.rope else self.wpe(pos)
 
     def embed_content(self, content, content_pos, content_masked=None):
         # scripts check token ids, positions and patch sizes where data enters (a check here would sync the GPU)
@@ -266,9 +290,13 @@ class Transformer(nn.Module):
         x = self.embed_content(content, content_pos, content_masked)
         n_content = x.shape[1]
         if query_pos is not None:
-            g = self.query_emb.to(x.dtype) + self.position(query_pos)
+            g = (self.query_emb.to(x.dtype) + self.position(query_pos)).expand(*query_pos.shape, -1)
             x = torch.cat([x, g], dim=1)
         x = self.drop(x)
+        rotary = None
+        if self.config.rope:
+            positions = content_pos if query_pos is None else torch.cat([content_pos, query_pos], dim=1)
+            rotary = rotary_angles(positions, self.config.n_embd // self.config.n_head)
         if causal and query_pos is None and self.config.attn_backend == 'sdpa':
             mask = None  # SDPA's own causal kernel
         elif self.config.attn_backend == 'flex':
@@ -277,7 +305,7 @@ class Transformer(nn.Module):
             mask = dense_mask(content_groups, query_groups)
         layers = []
         for block in self.blocks:
-            x = block(x, n_content, mask, causal and mask is None)
+            x = block(x, n_content, mask, causal and mask is None, rotary)
             layers.append(x)
         return [self.ln_f(h) for h in layers] if all_layers else self.ln_f(x)
 

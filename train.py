@@ -55,6 +55,7 @@ n_embd = 128
 dropout = 0.0
 bias = False
 mlp = 'gelu'
+rope = False                # text: rotary positions on q and k (RoPE) instead of a learned position table
 attn_backend = 'auto'       # 'flex' on CUDA, 'sdpa' (dense mask) on CPU
 norm_pix_loss = False
 # objective (objectives.py)
@@ -168,7 +169,7 @@ else:
     bos = None
 
 model_args.update(n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout, bias=bias, mlp=mlp,
-                  attn_backend=attn_backend)
+                  attn_backend=attn_backend, rope=rope)
 model_config = ModelConfig(**model_args)
 
 # -----------------------------------------------------------------------------

@@ -27,9 +27,11 @@ IDS = [f"{o}-{'-'.join(f'{k}={v}' for k, v in kw.items())}" for o, kw in OBJECTI
 
 
 def tiny_model(kind='tokens', backend='sdpa', seed=0, n_layer=2):
+    """kind: 'tokens' (a learned position table), 'rope' (tokens with rotary positions) or 'patches'."""
     torch.manual_seed(seed)
-    if kind == 'tokens':
-        config = ModelConfig(vocab_size=64, block_size=S, n_layer=n_layer, n_head=2, n_embd=32, attn_backend=backend)
+    if kind in ('tokens', 'rope'):
+        config = ModelConfig(vocab_size=64, block_size=S, n_layer=n_layer, n_head=2, n_embd=32, attn_backend=backend,
+                             rope=kind == 'rope')
     else:
         config = ModelConfig(input_kind='patches', image_size=12, patch_size=4, channels=1, n_layer=2, n_head=2,
                              n_embd=32, attn_backend=backend)
@@ -94,7 +96,7 @@ def test_permuted_groups_are_gvp_eq11_12():
 
 def perturbed(x, q, kind, seed):
     x = x.clone()
-    if kind == 'tokens':
+    if kind != 'patches':
         x[:, q] = (x[:, q] + 1 + torch.randint(0, 60, x[:, q].shape,
                                                generator=torch.Generator().manual_seed(seed))) % 63
     else:
@@ -102,12 +104,12 @@ def perturbed(x, q, kind, seed):
     return x
 
 
-@pytest.mark.parametrize('kind', ['tokens', 'patches'])
+@pytest.mark.parametrize('kind', ['tokens', 'rope', 'patches'])
 @pytest.mark.parametrize('backend', ['sdpa', 'flex'])
 @pytest.mark.parametrize('objective,options', OBJECTIVES, ids=IDS)
 def test_no_leakage(objective, options, backend, kind):
     model = tiny_model(kind, backend)
-    x = token_batch() if kind == 'tokens' else image_sequence()
+    x = image_sequence() if kind == 'patches' else token_batch()
     seq_len = x.shape[1]
     batch = Objective(objective, **options).batch(x, torch.Generator().manual_seed(7))
     with torch.no_grad():
@@ -131,15 +133,42 @@ def test_no_leakage(objective, options, backend, kind):
 # -----------------------------------------------------------------------------
 # the two backends give the same numbers (flex eager on CPU: forward only)
 
+@pytest.mark.parametrize('kind', ['tokens', 'rope'])
 @pytest.mark.parametrize('objective,options', OBJECTIVES, ids=IDS)
-def test_flex_equals_sdpa(objective, options):
-    sdpa, flex = tiny_model('tokens', 'sdpa', n_layer=1), tiny_model('tokens', 'flex', n_layer=1)
+def test_flex_equals_sdpa(objective, options, kind):
+    sdpa, flex = tiny_model(kind, 'sdpa', n_layer=1), tiny_model(kind, 'flex', n_layer=1)
     flex.load_state_dict(sdpa.state_dict())
     batch = Objective(objective, **options).batch(token_batch(B=4), torch.Generator().manual_seed(3))
     with torch.no_grad():
         a, loss_a = sdpa(**batch)
         b, loss_b = flex(**batch)
     assert (a - b).abs().max() <= 1e-5 and abs(loss_a - loss_b) <= 1e-5
+
+
+@pytest.mark.parametrize('objective,options', OBJECTIVES, ids=IDS)
+def test_rope_sees_only_relative_positions(objective, options):
+    """Shifting every row's position by the same c (content rows by content_pos, query rows by query_pos) leaves
+    every prediction unchanged with rotary positions; with a learned table it does not. Rows are packed and stacked,
+    so a rotation by arange(rows) instead of each row's own position fails this for every objective but ar."""
+    batch = Objective(objective, **options).batch(token_batch(B=4), torch.Generator().manual_seed(5))
+    shifted = {**batch, 'content_pos': batch['content_pos'] + 37}
+    if batch['query_pos'] is not None:
+        shifted['query_pos'] = batch['query_pos'] + 37
+    rope, learned = tiny_model('rope'), tiny_model('tokens')
+    with torch.no_grad():
+        assert (rope(**batch)[0] - rope(**shifted)[0]).abs().max() <= 1e-4
+        shifted_learned = {**shifted, 'content_pos': shifted['content_pos'] % S}
+        if batch['query_pos'] is not None:
+            shifted_learned['query_pos'] = shifted['query_pos'] % S
+        assert (learned(**batch)[0] - learned(**shifted_learned)[0]).abs().max() > 1e-3
+
+
+def test_rope_has_no_position_table_and_is_refused_for_patches():
+    assert tiny_model('rope').wpe is None and 'wpe.weight' not in tiny_model('rope').state_dict()
+    with pytest.raises(ValueError, match='rope rotates pairs of channels'):
+        ModelConfig(input_kind='patches', image_size=12, patch_size=4, n_embd=32, n_head=2, rope=True)
+    with pytest.raises(ValueError, match='even head size'):
+        ModelConfig(vocab_size=64, n_embd=30, n_head=2, rope=True)
 
 
 def test_causal_kernel_equals_dense_mask():
@@ -154,16 +183,19 @@ def test_causal_kernel_equals_dense_mask():
 # the compiled paths a GPU run takes, exercised on CPU (inductor): what a first cluster user would otherwise find
 
 COMPILED = [('ar', {}), ('dar', {}), ('vm', dict(two_stream=True)), ('mlm', {})]
+COMPILED_CASES = [(o, kw, 'tokens') for o, kw in COMPILED] + \
+    [('dar', {}, 'rope'), ('vm', dict(two_stream=True), 'rope')]  # rotary rows of both streams, compiled
+COMPILED_IDS = [o + ('-rope' if kind == 'rope' else '') for o, _, kind in COMPILED_CASES]
 
 
 @needs_compiler
-@pytest.mark.parametrize('objective,options', COMPILED, ids=[o for o, _ in COMPILED])
-def test_compiled_model_equals_eager_and_never_recompiles(objective, options):
+@pytest.mark.parametrize('objective,options,kind', COMPILED_CASES, ids=COMPILED_IDS)
+def test_compiled_model_equals_eager_and_never_recompiles(objective, options, kind):
     """torch.compile(model) (train.py's compile=True): loss and every gradient as eager, and batches of other drawn
     mask ratios (vm) or group sizes (dar) reuse the first compiled graph: masked widths are static."""
     torch._dynamo.reset()
-    eager = tiny_model(n_layer=1).train()  # one layer: half the graph to compile, the same kernels
-    compiled_copy = tiny_model(n_layer=1).train()
+    eager = tiny_model(kind, n_layer=1).train()  # one layer: half the graph to compile, the same kernels
+    compiled_copy = tiny_model(kind, n_layer=1).train()
     compiled_copy.load_state_dict(eager.state_dict())
     compiled = torch.compile(compiled_copy, dynamic=False)
     for seed in range(3):
@@ -182,12 +214,12 @@ def test_compiled_model_equals_eager_and_never_recompiles(objective, options):
 
 
 @needs_compiler
-@pytest.mark.parametrize('objective,options', COMPILED, ids=[o for o, _ in COMPILED])
-def test_compiled_flex_forward_equals_sdpa(objective, options):
+@pytest.mark.parametrize('objective,options,kind', COMPILED_CASES, ids=COMPILED_IDS)
+def test_compiled_flex_forward_equals_sdpa(objective, options, kind):
     """FlexAttention compiled with the model (the CUDA path's kernel, here inductor's CPU one), forward only: the
     same predictions and loss as dense-mask SDPA, from one BlockMask built from the group ids."""
     torch._dynamo.reset()
-    sdpa, flex = tiny_model('tokens', 'sdpa', n_layer=1), tiny_model('tokens', 'flex', n_layer=1)
+    sdpa, flex = tiny_model(kind, 'sdpa', n_layer=1), tiny_model(kind, 'flex', n_layer=1)
     flex.load_state_dict(sdpa.state_dict())
     batch = Objective(objective, **options).batch(token_batch(B=4), torch.Generator().manual_seed(3))
     with torch.no_grad():

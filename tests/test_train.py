@@ -73,9 +73,9 @@ def test_ddp_equals_gradient_accumulation(tmp_path, tiny_corpus):
     assert read_checkpoint(tmp_path / 'ddp' / 'ckpt_last.pt')['world_size'] == 2
 
 
-@pytest.mark.parametrize('objective', ['ar', 'vm'])
-def test_resume_equals_straight_run(tmp_path, tiny_corpus, objective):
-    common = [f'--objective={objective}', '--eval_interval=3']
+@pytest.mark.parametrize('objective,extra', [('ar', []), ('vm', []), ('mdlm', ['--rope=True', '--two_stream=True'])])
+def test_resume_equals_straight_run(tmp_path, tiny_corpus, objective, extra):
+    common = [f'--objective={objective}', '--eval_interval=3', *extra]
     train_here(tmp_path / 'straight', tiny_corpus, *common, '--max_iters=6')
     train_here(tmp_path / 'resumed', tiny_corpus, *common, '--max_iters=3')
     train_here(tmp_path / 'resumed', tiny_corpus, *common, '--max_iters=6', '--init_from=resume')
