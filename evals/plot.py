@@ -66,8 +66,9 @@ def write_csv(path, header, rows):
     atomic_write(path, table.getvalue())
 
 
-def line_plot(path, series, title='', xlabel='', ylabel='', logx=False, logy=False, size=(720, 480)):
-    """series: {name: (xs, ys)}. Writes `path` (PNG) and the same numbers as `path` with .csv."""
+def line_plot(path, series, title='', xlabel='', ylabel='', logx=False, logy=False, size=(720, 480), dashed=()):
+    """series: {name: (xs, ys)}; the series named in `dashed` are drawn dashed. Writes `path` (PNG) and the same
+    numbers as `path` with .csv."""
     write_csv(os.path.splitext(path)[0] + '.csv', ['series', xlabel or 'x', ylabel or 'y'],
               [[name, x, y] for name, (xs, ys) in series.items() for x, y in zip(xs, ys)])
     fx = (lambda v: math.log10(v)) if logx else (lambda v: v)
@@ -115,14 +116,27 @@ def line_plot(path, series, title='', xlabel='', ylabel='', logx=False, logy=Fal
     for i, (name, pts) in enumerate(points.items()):
         color = COLORS[i % len(COLORS)]
         pixels = [to_px(x, y) for x, y in pts]
-        if len(pixels) > 1:
+        if len(pixels) > 1 and name in dashed:
+            for start, end in zip(pixels, pixels[1:]):
+                draw_dashed(draw, start, end, color)
+        elif len(pixels) > 1:
             draw.line(pixels, fill=color, width=2)
         for px, py in pixels if len(pixels) <= 40 else []:
             draw.ellipse([px - 2, py - 2, px + 2, py + 2], fill=color)
         ly = top + 8 + 14 * i
-        draw.line([W - right - 170, ly + 6, W - right - 150, ly + 6], fill=color, width=3)
+        (draw_dashed if name in dashed else lambda d, a, b, c: d.line([a, b], fill=c, width=3))(
+            draw, (W - right - 170, ly + 6), (W - right - 150, ly + 6), color)
         draw.text((W - right - 145, ly), str(name)[:26], fill='black')
     atomic_write(path, lambda f: image.save(f, format='PNG'))
+
+
+def draw_dashed(draw, start, end, color, on=7, off=5):
+    (x0, y0), (x1, y1) = start, end
+    length = math.hypot(x1 - x0, y1 - y0)
+    for a in np.arange(0, length, on + off):
+        b = min(a + on, length)
+        draw.line([x0 + (x1 - x0) * a / length, y0 + (y1 - y0) * a / length,
+                   x0 + (x1 - x0) * b / length, y0 + (y1 - y0) * b / length], fill=color, width=2)
 
 
 def plot_log(log_path, path, title):
