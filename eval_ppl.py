@@ -8,7 +8,8 @@ One CPU:
 $ python eval_ppl.py config/eval_ppl_shakespeare.py --ckpt=out-ar/ckpt_best.pt --ckpt=out-vm/ckpt_best.pt
 Several GPUs (each process scores a shard of the windows; rank 0 gathers and writes):
 $ torchrun --standalone --nproc_per_node=8 eval_ppl.py config/eval_ppl_wikipedia.py --ckpt=...
-Writes to out_dir: ppl_by_k.png + ppl_by_k.csv (one line per checkpoint), summary.json; prints a table.
+Writes to out_dir: ppl_by_k.png + ppl_by_k.csv (one line per checkpoint), summary.json; prints a table. An out_dir
+that holds them from an earlier run is refused before any scoring, unless --overwrite=True (which deletes them first).
 
 --reading=elbo compares likelihoods instead: each masked checkpoint (mlm, vm, one- or two-stream) by its any-order
 likelihood bound (evals/any_order.py), an upper bound on the NLL of the mixture over orders that the model defines,
@@ -25,10 +26,9 @@ import time
 import numpy as np
 import torch
 import torch.distributed as dist
-from tqdm import tqdm
 
 from checkpoint import load_checkpoint, read_checkpoint
-from output import atomic_write
+from output import atomic_write, claim_out_dir, progress as progress_bar
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, load_tokens
 from devices import pick_attn_backend, setup_processes
@@ -58,6 +58,8 @@ seed = 1337                 # reading=elbo: the masks drawn, the same for every 
 baseline_dataset = 'auto'   # unigram and bigram floors counted on this corpus's train split; 'auto' = the corpus the
                             # checkpoints were trained on (skipped if it is not here), '' = none
 out_dir = 'out/eval_ppl'
+overwrite = False           # True: replace the results of an earlier run in out_dir; False refuses, so two runs never
+                            # mix (one run's summary.json beside another's plot)
 device = 'auto'             # 'cpu', 'cuda', 'cuda:1', ... ; auto = cuda if available
 dtype = 'auto'              # bf16 autocast on CUDA, fp32 on CPU
 attn_backend = 'auto'       # 'flex' on CUDA, 'sdpa' (dense mask) on CPU
@@ -137,6 +139,10 @@ for run in runs:
     if largest_id >= run['vocab_size']:
         raise UsageError(f"{data_dir} holds token id {largest_id} >= {run['path']}'s vocab_size={run['vocab_size']}: "
                          "the data was tokenised with another vocabulary than the model's")
+# every input is good: claim out_dir before the work (the writing rank only), every result file of both readings,
+# so an elbo run leaves no prefix run's plot beside its summary
+if master:
+    claim_out_dir(out_dir, ('summary.json', 'ppl_by_k.png', 'ppl_by_k.csv'), overwrite)
 # the unigram / bigram floors, counted on (at most the first 20M tokens of) the training text
 baselines, baseline_from = None, baseline_dataset
 if baseline_dataset == 'auto':
@@ -150,7 +156,9 @@ if baseline_from:
 my_starts = starts[rank::world_size]  # this process's shard of the windows
 n_targets = len(starts) * (block_size - 1)
 if master:
-    print(f"{data_dir} ({split}): {len(starts)} windows of {block_size} = {n_targets:,} scored targets | "
+    all_windows = len(tokens) // (block_size - 1)
+    subset = f" (of the split's {all_windows}: --max_tokens=0 scores all)" if len(starts) < all_windows else ''
+    print(f"{data_dir} ({split}): {len(starts)} windows of {block_size} = {n_targets:,} scored targets{subset} | "
           f"{device} {dtype} {attn_backend} | {world_size} process(es)")
     if bert_future != 'invisible' and reading == 'prefix':
         applied = [run['name'] for run in runs if run['bert_future']]
@@ -166,15 +174,15 @@ def scores(nll_sum_by_k, count_by_k):
                 buckets=bucket_table(nll_sum_by_k, count_by_k, buckets), nll_sum_by_k=nll_sum_by_k.tolist(),
                 count_by_k=count_by_k.tolist())
 
-for run in runs:
+for number, run in enumerate(runs, 1):
     model, _ = load_checkpoint(run['path'], device, attn_backend=attn_backend)
     nll_sum_by_k = np.zeros(block_size - 1, dtype=np.float64)
     count_by_k = np.zeros(block_size - 1, dtype=np.int64)
     window_nll = []  # reading=elbo: nats per token of each window
     generator = torch.Generator().manual_seed(seed + rank)  # every checkpoint sees the same masks
     t0 = time.time()
-    bar = tqdm(total=len(my_starts), desc=run['name'][-30:], unit=' windows', disable=not (master and progress),
-               dynamic_ncols=True)
+    bar = progress_bar(total=len(my_starts), desc=f"{run['name'][-30:]} ({number}/{len(ckpt)})", unit='windows',
+                       enabled=master and progress)
     for first in range(0, len(my_starts), batch_size):
         windows = gather_windows(tokens, my_starts[first:first + batch_size], block_size, bos)
         if run['reading'] == 'any-order bound':
@@ -223,7 +231,6 @@ if baselines is not None:  # scored like a checkpoint, on the same windows, so t
 # -----------------------------------------------------------------------------
 # report: table, Fig. 3 plot + CSV, JSON summary (rank 0 only)
 if master:
-    os.makedirs(out_dir, exist_ok=True)
     name_width = max(len('checkpoint'), *(len(run['name']) for run in runs)) + 2
     if reading == 'elbo':  # one number per checkpoint: nats per token, its standard error, ppl
         objective_width = max(len('objective'), *(len(run['objective']) for run in runs)) + 2

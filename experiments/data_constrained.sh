@@ -56,7 +56,7 @@ mkdir -p "$OUT" "$RES"
 $PYTHON - "$RES/settings.json" "$SMALL_BYTES" "$STEPS" "$EVAL_INTERVAL" "$RECIPE" <<'EOF'
 import json, sys
 import numpy as np
-from checkpoint import atomic_write
+from output import atomic_write
 from data.text import load_tokens
 from evals.ppl import NgramBaselines
 path, small, steps, interval, recipe = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
@@ -128,6 +128,6 @@ fi
 ckpts=(); names=()
 for arm in ar dar mdlm vm; do ckpts+=("--ckpt=$(best small $arm)"); names+=("--names=$arm"); done
 $PYTHON eval_ppl.py config/eval_ppl_shakespeare_bytes.py "${ckpts[@]}" "${names[@]}" --reading=elbo --max_tokens=8000 \
-    --baseline_dataset='' --out_dir="$OUT/elbo_small" --progress=False > "$RES/elbo_small.txt"
+    --baseline_dataset='' --out_dir="$OUT/elbo_small" --overwrite=True --progress=False > "$RES/elbo_small.txt"
 cp "$OUT/elbo_small/summary.json" "$RES/elbo_small.json"
 echo "record in $RES"

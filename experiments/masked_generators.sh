@@ -31,7 +31,7 @@ ckpts=(); names=()
 for arm in "${ARMS[@]}"; do ckpts+=("--ckpt=$OUT/$arm/ckpt_best.pt"); names+=("--names=$arm"); done
 for reading in prefix elbo; do
     $PYTHON eval_ppl.py config/eval_ppl_shakespeare_bytes.py "${ckpts[@]}" "${names[@]}" --max_tokens=4000 \
-        --reading=$reading --out_dir="$OUT/$reading" --progress=False | tee "$RES/$reading.txt"
+        --reading=$reading --out_dir="$OUT/$reading" --overwrite=True --progress=False | tee "$RES/$reading.txt"
     cp "$OUT/$reading/summary.json" "$RES/$reading.json"
 done
 

@@ -14,8 +14,9 @@
 #   summary  the tables (mean ± std over seeds, paired differences with a t-test and a sign test) and plots, from
 #            whatever the record holds
 # Usage: bash experiments/reproduce.sh [toy|table7 [steps]|table2|fig2|vision|summary|all] (all, at byte level:
-# table7, table2, fig2, summary). A run with a checkpoint is resumed (a finished one returns at once) and a written
-# evaluation is kept, so an interrupted reproduce.sh picks up where it stopped. Two jobs at a time (the machine has 2
+# table7, table2, fig2, summary). A run with a checkpoint is resumed (a finished one returns at once) and a recorded
+# evaluation is kept, so an interrupted reproduce.sh picks up where it stopped (an evaluation not in the record runs
+# again with --overwrite=True, over whatever an interrupted one left in $OUT). Two jobs at a time (the machine has 2
 # cores), each as soon as the runs it reads have ended (bash >= 5.1).
 #
 # TOKENS=bytes bash experiments/reproduce.sh table7|table2|fig2|summary: the text comparisons again at byte level,
@@ -151,8 +152,8 @@ table7() {  # table7 [steps]: the default budget's runs go to $OUT/table7, any o
         kept $dir/$name/summary.json ||
           queue $dir/$name "$(printf -- "$dir/%s-$seed " $TABLE7_ARMS)" \
                 "$PYTHON eval_ppl.py config/eval_ppl_$data$CORPUS.py --max_tokens=6000 --progress=False \
-                 --bert_future=$future --out_dir=$dir/$name $(printf -- "--ckpt=$dir/%s-$seed/ckpt_best.pt " \
-                 $TABLE7_ARMS) >/dev/null"
+                 --bert_future=$future --out_dir=$dir/$name --overwrite=True \
+                 $(printf -- "--ckpt=$dir/%s-$seed/ckpt_best.pt " $TABLE7_ARMS) >/dev/null"
       done
     done
     # Thm 4.3's misalignment measured: each masked model's loss at fixed mask ratios, in and past its training range
@@ -177,12 +178,12 @@ table2() {  # pretrain ar and dar, then probe and fine-tune each seed's pair
     kept $text/linprobe-$seed/glue_linprobe.json ||
       queue $text/linprobe-$seed "$text/ar-$seed $text/dar-$seed" "$PYTHON eval_glue.py config/linprobe_glue_offline.py \
             --ckpt=$text/ar-$seed/ckpt_best.pt --ckpt=$text/dar-$seed/ckpt_best.pt --progress=False \
-            --out_dir=$text/linprobe-$seed >/dev/null"
+            --out_dir=$text/linprobe-$seed --overwrite=True >/dev/null"
     for arm in ar dar; do
       kept $text/finetune-$arm-$seed/glue_finetune.json ||
         queue $text/finetune-$arm-$seed $text/$arm-$seed "$PYTHON eval_glue.py config/glue_offline.py \
               --ckpt=$text/$arm-$seed/ckpt_best.pt --epochs=2 --learning_rate=1e-3 --seeds=0 --progress=False \
-              --out_dir=$text/finetune-$arm-$seed >/dev/null"
+              --out_dir=$text/finetune-$arm-$seed --overwrite=True >/dev/null"
     done
   done
 }
@@ -218,7 +219,7 @@ vision() {
     for arm in $VISION_ARMS; do
       queue $vision/$arm-$seed "" "train $vision/$arm-$seed $(vision_config $arm) --seed=$seed --progress=False"
     done
-    local ckpt="--ckpt=$vision/%s-$seed/ckpt_best.pt" common="--progress=False --seed=$seed"
+    local ckpt="--ckpt=$vision/%s-$seed/ckpt_best.pt" common="--progress=False --seed=$seed --overwrite=True"
     kept $vision/eval-$seed/linprobe.csv ||
       queue $vision/eval-$seed/linprobe "$(printf -- "$vision/%s-$seed " ar dar2 dar3 dar4)" "$PYTHON eval_vision.py \
             config/linprobe_fmnist.py $(printf -- "$ckpt " ar dar2 dar3 dar4) $common --out_dir=$vision/eval-$seed \

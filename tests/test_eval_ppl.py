@@ -373,3 +373,49 @@ def test_elbo_reading_rejects_an_unknown_reading(tmp_path, tiny_corpus):
     ckpt, _ = make_checkpoint(tmp_path / 'mlm.pt', 'mlm')
     assert "reading must be 'prefix'" in script_error('eval_ppl.py', f'--ckpt={ckpt}', f'--dataset={tiny_corpus}',
                                                       '--reading=bound')
+
+# -----------------------------------------------------------------------------
+# out_dir: a second run never silently replaces the first; the configs' CPU-sized default
+
+
+def test_a_second_run_into_an_out_dir_is_refused_unless_overwrite(tmp_path, tiny_corpus):
+    """A second run into the same out_dir stops with one line before scoring, leaving the first run's results as
+    they were; --overwrite=True deletes them first, so an elbo run leaves no prefix run's plot beside its summary."""
+    ar_path, _ = make_checkpoint(tmp_path / 'ar.pt', 'ar', seed=3)
+    mlm_path, _ = make_checkpoint(tmp_path / 'mlm.pt', 'mlm', seed=3)
+    out = tmp_path / 'out'
+    common = [f'--dataset={tiny_corpus}', '--max_tokens=160', '--baseline_dataset=', f'--out_dir={out}']
+    first = run_script('eval_ppl.py', f'--ckpt={ar_path}', '--names=ar', *common)  # progress on, into a pipe
+    assert first.returncode == 0, first.stderr
+    assert '\r' not in first.stderr and '\x1b' not in first.stderr and 'ar (1/1): 5/5 windows' in first.stderr
+    assert "5 windows of 33 = 160 scored targets (of the split's 62: --max_tokens=0 scores all)" in first.stdout
+    written = {name: (out / name).read_bytes() for name in ('summary.json', 'ppl_by_k.png', 'ppl_by_k.csv')}
+    again = run_script('eval_ppl.py', f'--ckpt={mlm_path}', '--reading=elbo', *common)
+    one_error_line(again, f'{out} already holds summary.json, ppl_by_k.png, ppl_by_k.csv', '--overwrite=True')
+    assert again.stdout == '' and {name: (out / name).read_bytes() for name in written} == written
+    run_in_process('eval_ppl.py', f'--ckpt={mlm_path}', '--names=mlm', '--reading=elbo', '--progress=False',
+                   *common, '--overwrite=True')
+    assert sorted(os.listdir(out)) == ['summary.json']
+    summary = json.loads((out / 'summary.json').read_text())
+    assert summary['reading'] == 'elbo' and [run['name'] for run in summary['checkpoints']] == ['mlm']
+    (tmp_path / 'a_file').write_text('')
+    assert 'is a file, not a folder' in script_error('eval_ppl.py', f'--ckpt={ar_path}', *common[:3],
+                                                     f'--out_dir={tmp_path / "a_file"}')
+
+
+def logical_lines(path):
+    """A shell script's or Makefile's lines with their backslash continuations joined."""
+    return open(path).read().replace('\\\n', ' ').splitlines()
+
+
+def test_byte_configs_score_a_subset_and_the_experiments_say_how_much():
+    """The byte-level configs score a CPU-sized subset by default; every recorded experiment names its own
+    max_tokens, so its numbers never depend on that default."""
+    from configurator import read_config
+    from conftest import ROOT
+    for corpus in ('shakespeare', 'wikipedia'):
+        bytes_config = read_config(os.path.join(ROOT, 'config', f'eval_ppl_{corpus}_bytes.py'))
+        assert bytes_config['max_tokens'] == 32000 and bytes_config['dataset'] == f'{corpus}_bytes'
+    calls = [line for name in os.listdir(os.path.join(ROOT, 'experiments')) if name.endswith('.sh')
+             for line in logical_lines(os.path.join(ROOT, 'experiments', name)) if 'eval_ppl.py config/' in line]
+    assert len(calls) == 3 and all('--max_tokens=' in line for line in calls), calls
