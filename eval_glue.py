@@ -17,10 +17,9 @@ import time
 import numpy as np
 import torch
 import torch.distributed as dist
-from tqdm import tqdm
 
 from checkpoint import load_checkpoint, read_checkpoint
-from output import atomic_write
+from output import atomic_write, claim_out_dir, progress as progress_bar
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import glue_tasks
 from data.text import TOKENIZERS, get_tokenizer
@@ -38,6 +37,7 @@ ckpt = ()                   # one or more checkpoints: --ckpt=a.pt --ckpt=b.pt
 tasks = ()                  # () = cola sst2 mrpc stsb qqp mnli qnli rte; --tasks=cola,rte or repeated --tasks=
 glue_dir = 'auto'           # folder holding <Task>/train.tsv ...; 'auto' = data/glue, or data/glue/offline per task
 out_dir = 'out-glue'
+overwrite = False           # True: replace glue_<mode>.md/.csv/.json of an earlier run in out_dir; False refuses
 mode = 'finetune'           # 'finetune' (every weight trained) or 'linprobe' (frozen features, linear head)
 attention = 'auto'          # 'auto' = the pretraining pattern (causal for ar/dar/gvp, bidirectional for mlm/vm)
 pooling = 'auto'            # 'auto' (last token if causal, mean if bidirectional) | 'last' | 'first' | 'mean'
@@ -140,9 +140,14 @@ for path in ckpt:
                        length_cap=min(max_len, saved['model_config']['block_size']),
                        tokenizer=saved['model_config'].get('tokenizer', 'gpt2')))
     del saved
+if master:  # every input is good: claim out_dir before any fine-tuning (the writing rank only)
+    claim_out_dir(out_dir, [f"glue_{mode}{suffix}" for suffix in ('.md', '.csv', '.json')], overwrite)
 
 # -----------------------------------------------------------------------------
 # one job = one checkpoint on one task (one seed): fine-tune or probe, then score every dev split
+def training_steps(task):
+    return epochs * -(-len(rows[task, 'train']) // batch_size)
+
 def batch_on_device(sequences, info):
     batch, lengths = pad_batch(sequences, info['style'], pad_to=info['length_cap'] if static_shapes else None)
     return {k: v.to(device) for k, v in batch.items()}, lengths.to(device)
@@ -168,7 +173,7 @@ def score(task, dev_predictions):
         kept[key] = predictions.tolist()
     return results, kept
 
-def finetune(info, task, seed, bar_position):
+def finetune(info, task, seed, bar):
     spec = glue_tasks.get_task(task)
     n_outputs = 1 if spec.is_regression else len(spec.labels)
     torch.manual_seed(seed)  # head init and dropout
@@ -177,11 +182,8 @@ def finetune(info, task, seed, bar_position):
     sequences, labels = examples(task, 'train', info)
     optimizer = torch.optim.AdamW(network.parameters(), lr=learning_rate, betas=(beta1, beta2),
                                   weight_decay=weight_decay)
-    steps_per_epoch = -(-len(sequences) // batch_size)
-    total_steps = epochs * steps_per_epoch
+    total_steps = training_steps(task)
     order_generator = torch.Generator().manual_seed(seed)
-    bar = tqdm(total=total_steps, desc=f"{task} seed {seed}", leave=False, disable=not (master and progress),
-               position=bar_position, dynamic_ncols=True)
     step = 0
     for epoch in range(epochs):
         network.train()
@@ -203,8 +205,7 @@ def finetune(info, task, seed, bar_position):
             optimizer.step()
             step += 1
             bar.update(1)
-            bar.set_postfix(epoch=epoch, loss=f"{loss.item():.4f}")
-    bar.close()
+            bar.set_postfix(task=task, seed=seed, epoch=epoch, loss=f"{loss.item():.4f}")
     dev = {}
     for split in spec.dev_splits:
         dev_sequences, dev_labels = examples(task, split, info)
@@ -238,25 +239,36 @@ def linear_probe(info, task):
 run_seeds = seeds if mode == 'finetune' else (seeds[0],)  # the probe is a convex fit from zero: no seed matters
 jobs = [(c, task, seed) for c in range(len(models)) for task in task_names for seed in run_seeds]
 jobs.sort(key=lambda job: -len(rows[job[1], 'train']))  # biggest first: dealt round-robin, ranks finish together
+my_jobs = jobs[rank::world_size]
+# one bar: fine-tuning steps, which take nearly all the time, so its ETA holds across tasks of any size (a bar per
+# job would restart its ETA at every job); the probe counts jobs
+if mode == 'finetune':
+    my_total, unit = sum(training_steps(task) for _, task, _ in my_jobs), 'steps'
+    if master:
+        print(f"finetune: {len(jobs)} runs ({len(models)} checkpoint(s) x {len(task_names)} task(s) x "
+              f"{len(run_seeds)} seed(s)), {sum(training_steps(task) for _, task, _ in jobs):,} steps of "
+              f"{batch_size} in all, over {world_size} process(es)")
+else:
+    my_total, unit = len(my_jobs), 'jobs'
+bar = progress_bar(total=my_total, desc=mode, unit=unit, enabled=master and progress)
 records = []
-job_bar = tqdm(jobs[rank::world_size], desc=mode, disable=not (master and progress), dynamic_ncols=True)
-for c, task, seed in job_bar:
+for c, task, seed in my_jobs:
     info = models[c]
-    job_bar.set_postfix(task=task, ckpt=os.path.basename(info['path']))
     t0 = time.time()
     if mode == 'finetune':
-        results, kept = finetune(info, task, seed, bar_position=1)
+        results, kept = finetune(info, task, seed, bar)
     else:
         results, kept = linear_probe(info, task)
+        bar.update(1)
     record = dict(ckpt=c, task=task, seed=seed, results=results, seconds=time.time() - t0,
                   n_train=len(rows[task, 'train']))
     if save_predictions:
         record['predictions'] = kept
     records.append(record)
-    job_bar.write(f"{info['path']} {task} seed {seed}: " +
-                  ", ".join(f"{key} {metric} {value:.2f}" for key, scores in results.items()
-                            for metric, value in scores.items()) + f" ({record['seconds']:.1f} s)")
-job_bar.close()
+    bar.write(f"{info['path']} {task} seed {seed}: " +
+              ", ".join(f"{key} {metric} {value:.2f}" for key, scores in results.items()
+                        for metric, value in scores.items()) + f" ({record['seconds']:.1f} s)")
+bar.close()
 if ddp:
     gathered = [None] * world_size
     dist.all_gather_object(gathered, records)

@@ -13,7 +13,7 @@ from scipy import stats
 from sklearn import linear_model
 from sklearn import metrics as skm
 
-from conftest import FIXTURES_GLUE, make_checkpoint, run_script, script_error
+from conftest import FIXTURES_GLUE, ROOT, make_checkpoint, one_error_line, run_in_process, run_script, script_error
 from data import glue_tasks as gt
 from data.text import get_tokenizer
 from evals import finetune as ft
@@ -210,6 +210,43 @@ def test_offline_suite_linear_probe(tmp_path):
     mains = [float(row[f'{task}_{spec.metrics[0]}']) for task, spec in gt.OFFLINE_TASKS.items()]
     assert float(row['offline_avg']) == pytest.approx(np.mean(mains), abs=1e-3)
     assert 'GLUE_avg' not in row
+
+
+def test_offline_config_is_cpu_sized_and_a_second_run_is_refused(tmp_path):
+    """config/glue_offline.py: the four offline tasks, one seed, 2 epochs, under one progress bar over every
+    fine-tuning step (into a pipe: plain lines, no cursor codes). A second run into its out_dir stops with one line
+    before any fine-tuning; --overwrite=True replaces the first run's tables."""
+    ar, _ = make_checkpoint(tmp_path / 'ar.pt', 'ar')
+    out = tmp_path / 'out'
+    common = ['config/glue_offline.py', f'--ckpt={ar}', f'--glue_dir={os.path.join(FIXTURES, "offline")}',
+              '--batch_size=3', f'--out_dir={out}']
+    first = run_script('eval_glue.py', *common)
+    assert first.returncode == 0, first.stderr
+    runs = json.loads((out / 'glue_finetune.json').read_text())['runs']
+    assert sorted((r['task'], r['seed']) for r in runs) == sorted((task, 0) for task in gt.OFFLINE_TASKS)
+    steps = sum(2 * -(-r['n_train'] // 3) for r in runs)  # 2 epochs of batches of 3
+    assert f"4 runs (1 checkpoint(s) x 4 task(s) x 1 seed(s)), {steps} steps of 3 in all" in first.stdout
+    assert '\r' not in first.stderr and '\x1b' not in first.stderr
+    assert f'finetune: {steps}/{steps} steps' in first.stderr
+    table = (out / 'glue_finetune.md').read_text()
+    again = run_script('eval_glue.py', *common, '--progress=False')
+    one_error_line(again, 'already holds glue_finetune.md, glue_finetune.csv, glue_finetune.json', '--overwrite=True')
+    assert again.stdout == '' and (out / 'glue_finetune.md').read_text() == table
+    run_in_process('eval_glue.py', *common, '--progress=False', '--overwrite=True', '--tasks=hedge')
+    assert [r['task'] for r in json.loads((out / 'glue_finetune.json').read_text())['runs']] == ['hedge']
+
+
+def test_the_full_offline_recipe_and_what_the_experiments_pass():
+    """config/glue_offline_full.py is the sane recipe on the same tasks; every recorded fine-tuning run names its
+    epochs, learning rate and seeds, so its numbers never depend on the CPU cut's defaults."""
+    from configurator import read_config
+    full = read_config(os.path.join(ROOT, 'config', 'glue_offline_full.py'))
+    cut = read_config(os.path.join(ROOT, 'config', 'glue_offline.py'))
+    assert (full['epochs'], full['learning_rate'], full['seeds']) == (5, 4e-5, (0, 1, 2))
+    assert (cut['epochs'], cut['learning_rate'], cut['seeds']) == (2, 1e-3, (0,)) and cut['tasks'] == full['tasks']
+    script = open(os.path.join(ROOT, 'experiments', 'reproduce.sh')).read().replace('\\\n', ' ')
+    calls = [line for line in script.splitlines() if 'config/glue_offline.py' in line]
+    assert len(calls) == 1 and all(flag in calls[0] for flag in ('--epochs=2', '--learning_rate=1e-3', '--seeds=0'))
 
 # -----------------------------------------------------------------------------
 # issue test 3: a trivially separable task (one token decides the label) is learnt from a random init
