@@ -33,10 +33,9 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
-from tqdm import tqdm
 
 from checkpoint import load_checkpoint, read_checkpoint
-from output import atomic_write
+from output import atomic_write, claim_out_dir, progress as progress_bar
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.images import load_images
 from devices import pick_attn_backend, setup_processes
@@ -58,6 +57,8 @@ image_size = 0              # 0 = the checkpoint's; any other value must equal i
 train_subset = 0            # linprobe / finetune: use this many training images (a seeded random subset); 0 = all
 val_subset = 0              # images scored (all tasks); 0 = the whole val split
 out_dir = 'out/eval_vision'
+overwrite = False           # True: replace this task's table (and recon grids) of an earlier run in out_dir; False
+                            # refuses. Tasks write files of their own, so linprobe, finetune and recon share an out_dir
 # features and heads
 pooling = 'mean'            # 'mean' over the patch rows (MAE's global pool) or 'cls'
 keep_mask = True            # linprobe: encode with the pretraining mask in raster order (GVP) or with none
@@ -171,7 +172,7 @@ def gather(items):
 
 
 def batches(indices, size, desc):
-    bar = tqdm(total=len(indices), desc=desc, disable=not (master and progress), dynamic_ncols=True, leave=False)
+    bar = progress_bar(total=len(indices), desc=desc, unit='images', enabled=master and progress)
     for first in range(0, len(indices), size):
         yield indices[first:first + size]
         bar.update(min(size, len(indices) - first))
@@ -226,7 +227,7 @@ def finetune(run, model):
     total, warmup = epochs * steps_per_epoch, warmup_epochs * steps_per_epoch
     generator = torch.Generator().manual_seed(seed * 1000 + rank)  # augmentation draws, per process
     rng = np.random.default_rng(seed * 1000 + rank)                # mixup draws, per process
-    bar = tqdm(total=total, desc='fine-tune', disable=not (master and progress), dynamic_ncols=True, leave=False)
+    bar = progress_bar(total=total, desc='fine-tune', unit='steps', enabled=master and progress)
     loss_sum, loss_count = 0.0, 0
     for step in range(total):
         epoch, k = divmod(step, steps_per_epoch)
@@ -287,11 +288,14 @@ def recon(run, model, lpips):
     if not torch.isfinite(scores).all():
         raise UsageError(f"{run['path']} gives non-finite reconstructions: the checkpoint's weights are broken")
     if master and grid is not None:
-        grid_path = os.path.join(out_dir, f"recon_{re.sub(r'[^A-Za-z0-9_.-]+', '_', run['name'])}.png")
-        save_grid(grid_path, *grid, cfg['patch_size'], cfg['channels'])
+        save_grid(os.path.join(out_dir, grid_name(run)), *grid, cfg['patch_size'], cfg['channels'])
     mean = scores.mean(dim=0).tolist()
     return dict(style=style, images=len(scores), l2=mean[0], lpips=mean[1], baseline_l2=mean[2],
                 baseline_lpips=mean[3])
+
+
+def grid_name(run):
+    return f"recon_{re.sub(r'[^A-Za-z0-9_.-]+', '_', run['name'])}.png"
 
 
 def model_images(seqs, cfg):
@@ -305,7 +309,12 @@ def model_images(seqs, cfg):
 # -----------------------------------------------------------------------------
 # run every checkpoint
 
-os.makedirs(out_dir, exist_ok=True)
+if master:  # every input is good: claim out_dir before any work (the writing rank only)
+    results = [task + '.md', task + '.csv']
+    if task == 'recon':  # this run's grids, and an earlier recon's of other checkpoints: no stale grid stays beside
+        earlier = os.listdir(out_dir) if os.path.isdir(out_dir) else []
+        results += sorted({grid_name(run) for run in runs} | {n for n in earlier if re.fullmatch(r'recon_.*\.png', n)})
+    claim_out_dir(out_dir, results, overwrite)
 lpips = None
 if task == 'recon':
     from evals.lpips import LPIPS  # needs the stlpips wheel: only for recon

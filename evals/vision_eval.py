@@ -86,18 +86,25 @@ def train_linear_probe(features, labels, num_classes, epochs, batch_size, learni
     steps_per_epoch = math.ceil(len(features) / batch_size)
     total, warmup = epochs * steps_per_epoch, warmup_epochs * steps_per_epoch
     probe.train()
-    for step in range(total):
-        if step % steps_per_epoch == 0:
-            permutation = torch.randperm(len(features), generator=generator)
-        index = permutation[(step % steps_per_epoch) * batch_size:][:batch_size]
-        if len(index) < 2:  # BatchNorm needs two samples to estimate a variance
-            continue
-        for group in optimizer.param_groups:
-            group['lr'] = lr_at(step, learning_rate, warmup, total)
-        loss = F.cross_entropy(probe(features[index]), labels[index])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+    # thousands of steps of a batch x d by d x classes layer: a second thread only adds barriers (minutes instead of
+    # seconds on a busy 2-core CPU); one thread is also how experiments/reproduce.sh ran every probe
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for step in range(total):
+            if step % steps_per_epoch == 0:
+                permutation = torch.randperm(len(features), generator=generator)
+            index = permutation[(step % steps_per_epoch) * batch_size:][:batch_size]
+            if len(index) < 2:  # BatchNorm needs two samples to estimate a variance
+                continue
+            for group in optimizer.param_groups:
+                group['lr'] = lr_at(step, learning_rate, warmup, total)
+            loss = F.cross_entropy(probe(features[index]), labels[index])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+    finally:
+        torch.set_num_threads(threads)
     return probe.eval()
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conditioning import conditioning_sets, target_positions
-from conftest import ROOT, make_checkpoint, one_error_line, run_script
+from conftest import ROOT, make_checkpoint, one_error_line, run_in_process, run_script
 from evals import vision_eval as ve
 from model import ModelConfig, Transformer
 from objectives import Objective
@@ -158,7 +158,13 @@ def test_linear_probe_whitens_and_separates():
     centres = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]])
     # a huge common offset and scale: only a whitening (BatchNorm) makes plain SGD work at lr 0.1
     features = 1000 + 50 * (centres[labels] + 0.1 * torch.randn(600, 4, generator=g))
-    probe = ve.train_linear_probe(features, labels, 3, epochs=10, batch_size=64, learning_rate=0.1, seed=0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:  # the fit runs on one thread and gives the caller's thread count back
+        probe = ve.train_linear_probe(features, labels, 3, epochs=10, batch_size=64, learning_rate=0.1, seed=0)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)
     assert probe.norm.weight is None and probe.norm.bias is None  # BatchNorm without affine
     assert torch.allclose(probe.norm.running_mean, features.mean(dim=0), rtol=1e-2)
     assert ve.accuracy(probe(features), labels) > 0.95
@@ -267,3 +273,24 @@ def test_two_processes_probe_like_one(tmp_path, mnist5k):
     (one,), (two,) = read_rows(tmp_path / 'one' / 'linprobe.csv'), read_rows(tmp_path / 'two' / 'linprobe.csv')
     assert one['train_images'] == two['train_images'] == '300'
     assert (one['train_acc'], one['val_acc']) == (two['train_acc'], two['val_acc'])
+
+
+def test_a_task_again_into_its_out_dir_is_refused_unless_overwrite(tmp_path, mnist5k):
+    """Each task writes files of its own (linprobe.md/.csv; recon.md/.csv and a grid per checkpoint), so the tasks
+    share an out_dir; the same task again stops with one line before any encoding, an earlier recon's grid of
+    another checkpoint included, and --overwrite=True replaces the earlier results."""
+    ckpt, _ = make_checkpoint(tmp_path / 'dar.pt', objective='dar', input_kind='patches')
+    out = tmp_path / 'out'
+    args = ('eval_vision.py', f'--ckpt={ckpt}', f'--dataset={mnist5k}', '--train_subset=40', '--val_subset=20',
+            '--epochs=1', '--warmup_epochs=0', '--batch_size=8', f'--out_dir={out}')
+    first = run_script(*args)  # progress on, into a pipe: plain lines
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert '\r' not in first.stderr and '\x1b' not in first.stderr and 'encode train: 40/40 images' in first.stderr
+    table = (out / 'linprobe.md').read_text()
+    again = run_script(*args, '--progress=False')
+    one_error_line(again, f'{out} already holds linprobe.md, linprobe.csv', '--overwrite=True')
+    assert again.stdout == '' and (out / 'linprobe.md').read_text() == table
+    run_in_process(*args, '--progress=False', '--overwrite=True', '--names=again')
+    assert '| again |' in (out / 'linprobe.md').read_text()
+    (out / 'recon_other.png').write_bytes(b'')
+    one_error_line(run_script(*args, '--task=recon'), 'already holds recon_other.png', '--overwrite=True')
