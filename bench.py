@@ -2,7 +2,8 @@
 Speed and memory of every objective side by side: one training step (forward + backward + AdamW) per variant,
 attention backend and sequence length, all in ONE process so that their ratios are comparable.
 
-First thing on a new machine, a self-check of every path a GPU run takes (a few minutes; one verdict line each):
+First thing on a new machine, a self-check of every path a GPU run takes (one verdict line each; on a 2-core CPU,
+which checks what it can, about 3 minutes):
 $ python bench.py --check=True
 CPU (the default, a 4 x 256 model; SDPA trains, FlexAttention is timed forward-only: it has no CPU backward):
 $ python bench.py --steps=10
@@ -30,9 +31,8 @@ from datetime import datetime, timezone
 
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
 
-from output import atomic_write
+from output import atomic_write, claim_out_dir, progress as progress_bar
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, model_vocab_size
 from devices import peak_flops, pick_compile, setup_processes, step_flops
@@ -42,6 +42,7 @@ from objectives import Objective, to_device
 # -----------------------------------------------------------------------------
 # default config: a 4 x 256 model that a 2-core CPU benchmarks in a few minutes
 out_dir = 'out-bench'
+overwrite = False             # True: replace bench.json/.csv/.md of an earlier run in out_dir; False refuses
 variants = ('ar', 'dar', 'vm2s', 'mlm', 'ar_bytes')
 backends = ('sdpa', 'flex')   # 'sdpa' = dense boolean mask (causal kernel for ar); 'flex' = block-sparse FlexAttention
 n_layer = 4
@@ -54,8 +55,8 @@ block_size = 256              # longest timed sequence (train.py's meaning, so o
 batch_size = 4                # sequences at block_size; shorter ones get more, so every step holds the same tokens
 seq_lens = ()                 # () = 128, 512 and block_size (those <= block_size)
 memory_seq_lens = ()          # memory-only lengths; () = 4 x block_size on CUDA, none on CPU
-warmup = None                 # None: 10 steps on CUDA (compilation happens here), 2 on CPU
-steps = None                  # timed steps, median reported; None: 50 on CUDA, 10 on CPU
+warmup = None                 # None: 10 steps on CUDA (compilation happens here), 2 on CPU (1 in the CPU check)
+steps = None                  # timed steps, median reported; None: 50 on CUDA, 10 on CPU (3 in the CPU check)
 grad_clip = 1.0               # as train.py: clipping is part of its step
 device = 'auto'
 dtype = 'auto'                # bf16 autocast on CUDA, fp32 on CPU
@@ -102,8 +103,10 @@ check_ranges(config, {'n_layer': '[1, inf)', 'n_head': '[1, inf)', 'n_embd': '[1
 _, _, _, _, device, dtype, autocast = setup_processes(device, dtype)  # one process (refused under torchrun above)
 device_type = 'cuda' if device.startswith('cuda') else 'cpu'
 compile = pick_compile(compile, device)
-warmup = (10 if device_type == 'cuda' else 2) if warmup is None else warmup
-steps = (50 if device_type == 'cuda' else 10) if steps is None else steps
+# the self-check's speed lines inform, they never fail it: on CPU, where a step with GPT-2's head takes seconds, it
+# times fewer steps (60 steps of five variants would be most of its minutes)
+warmup = (10 if device_type == 'cuda' else 1 if check else 2) if warmup is None else warmup
+steps = (50 if device_type == 'cuda' else 3 if check else 10) if steps is None else steps
 if device_type == 'cuda':
     torch.cuda.set_device(device)
     device_name = torch.cuda.get_device_name(device)
@@ -242,7 +245,7 @@ def release():
 
 # -----------------------------------------------------------------------------
 # 1) speed at one length: every variant x backend side by side, train steps (or CPU forward-only steps)
-def run_speed(S, mode, run_backends):
+def run_speed(S, mode, run_backends, probe_memory=True):
     B = max(1, tokens_per_step // S)
     entries = []
     for variant in variants:
@@ -256,12 +259,13 @@ def run_speed(S, mode, run_backends):
     times = interleaved_ms([e['fn'] for e in entries], warmup, steps)
     rows = []
     for e, ms in zip(entries, times):
-        peak = resident_bytes(e['model'], e['optimizer'], e['batch']) + step_memory(e['fn'])
+        peak = resident_bytes(e['model'], e['optimizer'], e['batch']) + step_memory(e['fn']) if probe_memory else None
         objective, tokenizer = VARIANTS[e['variant']]
         rows.append(dict(variant=e['variant'], objective=objective.name, two_stream=objective.two_stream,
                          tokenizer=tokenizer, backend=e['backend'], mode=mode,
                          seq_len=S, batch_size=B, ms_per_step=ms, tokens_per_s=B * S / (ms / 1e3),
-                         peak_mem_mb=peak / 2 ** 20, flops_per_step=e['flops'], tflops=e['flops'] / (ms / 1e3) / 1e12,
+                         peak_mem_mb=None if peak is None else peak / 2 ** 20, flops_per_step=e['flops'],
+                         tflops=e['flops'] / (ms / 1e3) / 1e12,
                          mfu=e['flops'] / (ms / 1e3) / device_peak if device_peak else None))
     del entries
     release()
@@ -364,21 +368,27 @@ def self_check():
         passed.append(verdict(f"{variant}: compiled flex {'fwd+bwd' if cuda else 'forward'} = dense SDPA", ok,
                               f"relative gap: outputs {out_gap:.1e}" + (f", gradients {grad_gap:.1e}" if cuda else
                                                                        " (CPU has no flex backward)")))
-        # 2) a few compiled steps in the run's precision on one batch (the training backend): finite and learning
-        model, compiled = (flex, flex_step) if cuda else (dense, torch.compile(dense, dynamic=False))
+        # 2) a few steps in the run's precision on one batch, as training takes them: finite and learning. On CUDA the
+        # compiled flex model; on CPU the dense one, compiled only with --compile=True as train.py (a compiled
+        # backward on CPU is most of the check's minutes, for a path no CPU run takes by default)
+        stepped = flex_step if cuda else torch.compile(dense, dynamic=False) if compile else dense
+        model = flex if cuda else dense
         model.zero_grad(set_to_none=True)
-        step, optimizer = make_step(compiled, batch, 'train')
+        step, optimizer = make_step(stepped, batch, 'train')
         losses = []
         for _ in range(6):
             with autocast, torch.no_grad():
                 losses.append(model(**batch)[1].item())
             step()
         ok = all(map(math.isfinite, losses)) and losses[-1] < losses[0]
-        passed.append(verdict(f"{variant}: 5 compiled {dtype} steps on one batch", ok,
+        passed.append(verdict(f"{variant}: 5 {'compiled ' if cuda or compile else ''}{dtype} steps on one batch", ok,
                               f"loss {losses[0]:.3f} -> {losses[-1]:.3f} ({model.config.attn_backend})"))
-        del dense, flex, flex_step, model, compiled, step, optimizer
+        del dense, flex, flex_step, model, stepped, step, optimizer
         release()
-    rows = run_speed(S, 'train', train_backends)  # 3) speed side by side; the targets: met / missed / not measurable
+    # 3) speed side by side (no memory probe: the check prints none); the targets: met / missed / not measurable
+    print(f"timing a training step of each variant at S={S}, batch {B}: {steps} steps after {warmup} warm-up",
+          flush=True)
+    rows = run_speed(S, 'train', train_backends, probe_memory=False)
     fastest = fastest_rows(rows, lambda row: row['variant'])
     print(f"speed at S={S}, batch {B}: " + ', '.join(f"{r['variant']}/{r['backend']} {r['ms_per_step']:.1f} ms"
                                                       + (f" MFU {100 * r['mfu']:.1f}%" if r['mfu'] else '') for r in rows))
@@ -402,7 +412,8 @@ if check:
     self_check()
 
 # -----------------------------------------------------------------------------
-# run everything in this one process
+# run everything in this one process, into an out_dir claimed first (the self-check above writes nothing)
+claim_out_dir(out_dir, ('bench.json', 'bench.csv', 'bench.md'), overwrite)
 memory_variants = [v for v in ('ar', 'dar') if v in variants]
 all_lens = tuple(sorted(set(speed_lens + memory_lens)))
 memory_batch = max(1, tokens_per_step // all_lens[-1])
@@ -414,7 +425,7 @@ print(f"bench: {device_name} | {dtype}{' compiled' if compile else ''} | {n_laye
       f"{tokens_per_step} tokens/step | S {speed_lens} (memory {all_lens} at batch {memory_batch}) | "
       f"{warmup} warm-up + {steps} timed steps")
 runs, memory, attention = [], [], None
-for job, args in tqdm(jobs, disable=not progress, dynamic_ncols=True):
+for job, args in progress_bar(jobs, desc='bench', unit='jobs', enabled=progress):
     result = job(*args)
     if job is run_speed:
         runs += result
@@ -487,7 +498,6 @@ lines += [f"| {t['name']} | {t['target']} | {fmt(t['measured'], '.3f')} | {t['st
 table = '\n'.join(lines) + '\n'
 print(table)
 
-os.makedirs(out_dir, exist_ok=True)
 result = dict(device=device_name, device_type=device_type, torch=torch.__version__, date=stamp, dtype=dtype,
               compile=compile, model=dict(n_layer=n_layer, n_head=n_head, n_embd=n_embd, mlp=mlp, bias=bias,
                                           vocab_size=ModelConfig.vocab_size, params=build_model(4, 'sdpa', 'meta').num_params()),

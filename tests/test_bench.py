@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import ROOT, needs_compiler, run_script
+from conftest import ROOT, needs_compiler, one_error_line, run_script
 
 TINY = ['--n_layer=1', '--n_head=2', '--n_embd=32', '--block_size=32', '--batch_size=2', '--seq_lens=32',
         '--memory_seq_lens=16', '--warmup=1', '--steps=2', '--progress=False']
@@ -22,7 +22,8 @@ TOP_FIELDS = {'device', 'device_type', 'torch', 'date', 'dtype', 'compile', 'mod
 @pytest.fixture(scope='module')
 def bench(tmp_path_factory):
     out = tmp_path_factory.mktemp('bench')
-    proc = run_script('bench.py', *TINY, f'--out_dir={out}')
+    (out / 'bench.md').write_text('an earlier run\n')  # replaced: test_memory_attention_and_targets reads the new one
+    proc = run_script('bench.py', *TINY, f'--out_dir={out}', '--overwrite=True')
     assert proc.returncode == 0, proc.stderr[-2000:]
     with open(out / 'bench.json') as f:
         return json.load(f), out, proc.stdout
@@ -99,6 +100,14 @@ def test_memory_attention_and_targets(bench):
     assert '| variant | backend | mode |' in table and 'not measured here' in table and table in stdout
 
 
+def test_a_second_run_into_the_out_dir_is_refused(bench):
+    result, out, _ = bench
+    proc = run_script('bench.py', *TINY, f'--out_dir={out}')
+    one_error_line(proc, f'{out} already holds bench.json, bench.csv, bench.md', '--overwrite=True')
+    assert proc.stdout == ''  # refused before any timing
+    assert json.loads((out / 'bench.json').read_text()) == result
+
+
 def test_bad_input_is_one_line():
     proc = run_script('bench.py', '--variants=gpt', '--progress=False')
     assert proc.returncode == 1 and proc.stderr.strip().count('\n') == 0
@@ -130,7 +139,7 @@ def test_gpt2_config_serves_bench_and_train(tiny_corpus, tmp_path):
 @needs_compiler
 def test_self_check_reports_a_broken_flex_kernel(monkeypatch, capsys):
     """bench.py --check=True, the CPU subset: a flex kernel that attends wrongly is a FAIL line and exit code 1,
-    the compiled training steps still pass, and what only CUDA can check is a SKIP line saying so."""
+    the training steps still pass, and what only CUDA can check is a SKIP line saying so."""
     import model
     from conftest import run_in_process
     attend = model.flex_attention
@@ -140,7 +149,8 @@ def test_self_check_reports_a_broken_flex_kernel(monkeypatch, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert stop.value.code == 1
     assert any(line.startswith('FAIL  vm2s: compiled flex forward = dense SDPA') for line in lines), lines
-    assert any(line.startswith('PASS  vm2s: 5 compiled float32 steps on one batch') for line in lines), lines
+    # the steps as CPU training takes them: eager (train.py compiles on CUDA only)
+    assert any(line.startswith('PASS  vm2s: 5 float32 steps on one batch') for line in lines), lines
     assert any(line.startswith('SKIP  flex backward, nccl, bf16 tensor cores: need CUDA') for line in lines), lines
     assert lines[-1].startswith('self-check: 1 of 2 checks passed on CPU')
     targets = [line for line in lines if line.startswith('TARGET ')]  # informative: no ar here, no GPU
