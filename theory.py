@@ -240,10 +240,10 @@ def encoding(attention, pooling='auto'):
 def pooled_features(model, windows, attention, pooling='auto', batch_size=64, device='cpu', progress=True):
     """One vector per window: the final feature of the last token, or the mean over the tokens after BOS."""
     import torch
-    from tqdm import tqdm
+    from output import progress as progress_bar
     pooling = encoding(attention, pooling)
     pooled = []
-    for start in tqdm(range(0, len(windows), batch_size), desc='encode', leave=False, disable=not progress):
+    for start in progress_bar(range(0, len(windows), batch_size), desc='encode', unit='batches', enabled=progress):
         content = torch.as_tensor(windows[start:start + batch_size], device=device)
         hidden = encode_windows(model, content, attention).float()
         pooled.append((hidden[:, -1] if pooling == 'last' else hidden[:, 1:].mean(dim=1)).cpu().numpy())
@@ -256,11 +256,11 @@ def layer_ranks(model, windows, attention, tau=0.9, mask_ratio=0.15, seed=0, bat
     [MASK] (MAE-LM's H^l); 'with_mask_real' only the unmasked tokens of those inputs. BOS is never counted.
     The checkpoint attends as in pretraining."""
     import torch
-    from tqdm import tqdm
+    from output import progress as progress_bar
     generator = np.random.default_rng(seed)
     d, L = model.config.n_embd, model.config.n_layer
     grams = {name: np.zeros((L, d, d)) for name in ('without_mask', 'with_mask_all', 'with_mask_real')}
-    for start in tqdm(range(0, len(windows), batch_size), desc='ranks', leave=False, disable=not progress):
+    for start in progress_bar(range(0, len(windows), batch_size), desc='ranks', unit='batches', enabled=progress):
         content = torch.as_tensor(windows[start:start + batch_size], device=device)
         masked = generator.random(content.shape) < mask_ratio
         masked[:, 0] = False
@@ -281,13 +281,14 @@ def masked_loss_by_ratio(model, windows, two_stream, ratios, seed=0, batch_size=
     the training range, is the misalignment measured. One seeded draw per ratio: one- and two-stream checkpoints
     are scored on the same masked positions (their batches draw the groups alike), i.e. on the same targets."""
     import torch
-    from tqdm import tqdm
     from objectives import Objective, to_device
+    from output import progress as progress_bar
     losses = {}
     for rho in ratios:
         objective, generator = Objective('mlm', mask_ratio=rho, two_stream=two_stream), torch.Generator().manual_seed(seed)
         nll_sum, count = 0.0, 0
-        for start in tqdm(range(0, len(windows), batch_size), desc=f'rho={rho:g}', leave=False, disable=not progress):
+        for start in progress_bar(range(0, len(windows), batch_size), desc=f'rho={rho:g}', unit='batches',
+                                  enabled=progress):
             batch = to_device(objective.batch(torch.as_tensor(windows[start:start + batch_size]), generator), device)
             with torch.no_grad():
                 _, loss = model(**batch)
