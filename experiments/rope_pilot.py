@@ -21,6 +21,7 @@ ARMS = {'ar': 'ar', 'dar': 'dar t=2', 'mlm': 'mlm 0.15', 'vm': 'vm [0.15, 0.3]',
         'mdlm2s': 'mdlm two-stream'}
 LEFT_TO_RIGHT, MASKED = ('ar', 'dar'), ('mlm', 'vm', 'vm2s', 'mdlm2s')
 POSITIONS = ('learned', 'rope')
+SEEDS = (1337, 1338, 1339)  # as registered: the rule is judged on these, and only once every run has finished
 
 # -----------------------------------------------------------------------------
 # runs
@@ -45,6 +46,10 @@ def plateau_exit(steps, loss, unigram, margin):
 
 # -----------------------------------------------------------------------------
 # the report
+
+def status(complete, met):
+    return ('met' if met else 'not met') if complete else 'pending (not every registered run has finished)'
+
 
 def step_text(step):
     return 'never' if math.isinf(step) else f"{step:.0f}"
@@ -78,23 +83,27 @@ def report(record):
               "|---|---|---|---|"]
     for arm in arms:
         differences = ends[arm, 'rope'] - ends[arm, 'learned']
-        p = paired_t_test(differences)[1] if len(differences) > 1 else 1.0
-        lines.append(f"| {ARMS[arm]} | {mean_std(differences, '.3f')} | {p:.2g} | {sign_test_p(differences):.2g} |")
+        if len(differences) > 1:
+            lines.append(f"| {ARMS[arm]} | {mean_std(differences, '.3f')} | {paired_t_test(differences)[1]:.2g} | "
+                         f"{sign_test_p(differences):.2g} |")
+        else:
+            lines.append(f"| {ARMS[arm]} | {differences.mean():+.3f} (one seed) | - | - |")
     # the registered rule, as written
     r1 = {arm: float((ends[arm, 'rope'] - ends[arm, 'learned']).mean()) for arm in LEFT_TO_RIGHT if arm in arms}
     r2 = {arm: [rope < learned for rope, learned in zip(exits[arm, 'rope'], exits[arm, 'learned'])]
           for arm in MASKED if arm in arms}
-    complete = len(r1) == len(LEFT_TO_RIGHT) and len(r2) == len(MASKED)
+    complete = all(set(runs.get((arm, pos), {})) >= set(SEEDS) for arm in ARMS for pos in POSITIONS)
     r1_met = complete and all(value <= tolerance for value in r1.values())
     r2_met = complete and all(all(earlier) for earlier in r2.values())
     lines += ["", "## The registered rule", "", f"**R1** {rules['R1']}", "",
               "- measured: " + ', '.join(f"{ARMS[arm]} {value:+.3f}" for arm, value in r1.items()) +
-              f" (tolerance {tolerance}): {'met' if r1_met else 'not met'}", "",
+              f" (tolerance {tolerance}): {status(complete, r1_met)}", "",
               f"**R2** {rules['R2']}", "",
               "- measured: " + '; '.join(f"{ARMS[arm]} earlier on {sum(earlier)} of {len(earlier)} seeds"
-                                         for arm, earlier in r2.items()) + f": {'met' if r2_met else 'not met'}", ""]
+                                         for arm, earlier in r2.items()) + f": {status(complete, r2_met)}", ""]
     if not complete:
-        verdict = "not judged: the record lacks finished runs of some arm"
+        done = sum(len(runs.get((arm, pos), {})) for arm in ARMS for pos in POSITIONS)
+        verdict = f"not judged: {done} of {len(ARMS) * len(POSITIONS) * len(SEEDS)} registered runs have finished"
     elif r1_met and r2_met:
         verdict = "the byte recipe switches to rope"
     else:
