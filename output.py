@@ -83,7 +83,7 @@ class Lines:
         self.iterable, self.desc, self.unit, self.every = iterable, desc, unit, every
         self.total = len(iterable) if total is None and hasattr(iterable, '__len__') else total
         self.n, self.initial, self.postfix, self.start = initial, initial, '', time.time()
-        self.last, self.closed = self.start, False
+        self.last, self.printed, self.closed = self.start, initial, False
 
     def __iter__(self):
         for item in self.iterable:
@@ -110,16 +110,16 @@ class Lines:
         print(line, flush=True)
 
     def close(self):
-        if not self.closed and self.n > self.initial:
+        if not self.closed and self.n > self.printed:  # the last count, unless the last line already said it
             self.print_line()
         self.closed = True
 
     def print_line(self):
         elapsed = time.time() - self.start
-        self.last = time.time()
+        self.last, self.printed = time.time(), self.n
         done = f"{self.n}/{self.total}" if self.total else f"{self.n}"
         rate = (self.n - self.initial) / max(elapsed, 1e-9)
-        eta = f", ETA {clock((self.total - self.n) / rate)}" if self.total and rate else ''
+        eta = f", ETA {clock((self.total - self.n) / rate)}" if self.total and rate and self.n < self.total else ''
         print(f"{self.desc + ': ' if self.desc else ''}{done} {self.unit}, {clock(elapsed)}{eta}"
               f"{' (' + self.postfix + ')' if self.postfix else ''}", file=sys.stderr, flush=True)
 
