@@ -43,7 +43,7 @@ from objectives import Objective, to_device
 # default config: a 4 x 256 model that a 2-core CPU benchmarks in a few minutes
 out_dir = 'out-bench'
 overwrite = False             # True: replace bench.json/.csv/.md of an earlier run in out_dir; False refuses
-variants = ('ar', 'dar', 'vm2s', 'mlm', 'ar_bytes')
+variants = ('ar', 'dar', 'vm2s', 'mlm', 'ar_bytes', 'ar_rope', 'dar_rope', 'vm2s_rope', 'mlm_rope')
 backends = ('sdpa', 'flex')   # 'sdpa' = dense boolean mask (causal kernel for ar); 'flex' = block-sparse FlexAttention
 n_layer = 4
 n_head = 4
@@ -78,14 +78,17 @@ FLEX_ATTN_SPEEDUP_MIN = 1.7    # GPU: block-sparse dar attention fwd+bwd vs dens
 FLEX_MEMORY_SLOPE_MAX = 1.25   # GPU: d log(activation memory) / d log(S) on the flex path: ~1 linear, ~2 quadratic
 MFU_AR_MIN, MFU_DAR_MIN = 0.45, 0.40  # GPT-2 124M, S = 1024, bf16, one H100
 BYTES_OVER_AR_MAX = 0.2        # CPU, 4 x 128: the GPT-2 head is most of a small model's step (>= 5x faster)
+ROPE_OVER_LEARNED_MAX = 1.05   # CPU: rotating q and k is elementwise work beside the matmuls (worst objective)
 
-VARIANTS = {  # name -> (objective, tokenizer)
-    'ar': (Objective('ar'), 'gpt2'),
-    'dar': (Objective('dar', t=2), 'gpt2'),
-    'vm2s': (Objective('vm', mask_ratio=(0.15, 0.30), two_stream=True), 'gpt2'),
-    'mlm': (Objective('mlm', mask_ratio=0.15), 'gpt2'),
-    'ar_bytes': (Objective('ar'), 'bytes'),
+VARIANTS = {  # name -> (objective, tokenizer, rotary positions); <name>_rope is <name> with rope=True
+    'ar': (Objective('ar'), 'gpt2', False),
+    'dar': (Objective('dar', t=2), 'gpt2', False),
+    'vm2s': (Objective('vm', mask_ratio=(0.15, 0.30), two_stream=True), 'gpt2', False),
+    'mlm': (Objective('mlm', mask_ratio=0.15), 'gpt2', False),
+    'ar_bytes': (Objective('ar'), 'bytes', False),
 }
+VARIANTS.update({f"{name}_rope": (objective, tokenizer, True) for name, (objective, tokenizer, _) in list(VARIANTS.items())
+                 if tokenizer == 'gpt2'})
 
 # -----------------------------------------------------------------------------
 # device, precision, what to run
@@ -129,18 +132,18 @@ torch._dynamo.config.recompile_limit = 64
 
 # -----------------------------------------------------------------------------
 # building blocks: model, fixed batch, one step, a timer, a memory probe
-def build_model(S, backend, on=None, tokenizer='gpt2'):
+def build_model(S, backend, on=None, tokenizer='gpt2', rope=False):
     torch.manual_seed(seed)  # same weights for every variant at the same S
     model_config = ModelConfig(input_kind='tokens', tokenizer=tokenizer, vocab_size=model_vocab_size(tokenizer),
                                block_size=S, n_layer=n_layer, n_head=n_head, n_embd=n_embd, mlp=mlp, bias=bias,
-                               dropout=dropout, attn_backend=backend)
+                               dropout=dropout, attn_backend=backend, rope=rope)
     with torch.device(on or device):
         return Transformer(model_config)
 
 def fixed_batch(variant, S, B):
     """One batch of random tokens per (variant, S), reused every step (nanoGPT's synthetic-data bench): its
     shapes stay static, so compiled code never recompiles mid-timing, and data loading is not timed."""
-    objective, tokenizer = VARIANTS[variant]
+    objective, tokenizer, _ = VARIANTS[variant]
     bos = TOKENIZERS[tokenizer][1]
     generator = torch.Generator().manual_seed(seed + S)
     x = torch.randint(0, bos, (B, S), generator=generator)
@@ -251,7 +254,7 @@ def run_speed(S, mode, run_backends, probe_memory=True):
     for variant in variants:
         for backend in run_backends:
             batch_cpu = fixed_batch(variant, S, B)
-            raw_model = build_model(S, backend, tokenizer=VARIANTS[variant][1])
+            raw_model = build_model(S, backend, tokenizer=VARIANTS[variant][1], rope=VARIANTS[variant][2])
             batch = to_device(batch_cpu, device)
             fn, optimizer = make_step(torch.compile(raw_model) if compile else raw_model, batch, mode)
             entries.append(dict(variant=variant, backend=backend, fn=fn, flops=step_flops(raw_model, batch_cpu),
@@ -260,9 +263,9 @@ def run_speed(S, mode, run_backends, probe_memory=True):
     rows = []
     for e, ms in zip(entries, times):
         peak = resident_bytes(e['model'], e['optimizer'], e['batch']) + step_memory(e['fn']) if probe_memory else None
-        objective, tokenizer = VARIANTS[e['variant']]
+        objective, tokenizer, rope = VARIANTS[e['variant']]
         rows.append(dict(variant=e['variant'], objective=objective.name, two_stream=objective.two_stream,
-                         tokenizer=tokenizer, backend=e['backend'], mode=mode,
+                         tokenizer=tokenizer, rope=rope, backend=e['backend'], mode=mode,
                          seq_len=S, batch_size=B, ms_per_step=ms, tokens_per_s=B * S / (ms / 1e3),
                          peak_mem_mb=None if peak is None else peak / 2 ** 20, flops_per_step=e['flops'],
                          tflops=e['flops'] / (ms / 1e3) / 1e12,
@@ -350,8 +353,9 @@ def self_check():
     for variant in variants:
         # 1) compiled block-sparse flex = dense-mask SDPA (fp32): forward and backward (forward only on CPU)
         batch = to_device(fixed_batch(variant, S, B), device)
-        tokenizer = VARIANTS[variant][1]
-        dense, flex = build_model(S, 'sdpa', tokenizer=tokenizer), build_model(S, 'flex', tokenizer=tokenizer)
+        _, tokenizer, rope = VARIANTS[variant]
+        dense, flex = build_model(S, 'sdpa', tokenizer=tokenizer, rope=rope), build_model(S, 'flex', tokenizer=tokenizer,
+                                                                                        rope=rope)
         torch._dynamo.reset()
         flex_step = torch.compile(flex, dynamic=False)
         with torch.set_grad_enabled(cuda):
@@ -442,6 +446,9 @@ for row in runs:
     row['ratio_to_ar'] = row['ms_per_step'] / ar_row['ms_per_step'] if ar_row else None
 ratios = {f"{v}/ar": {str(S): fastest[('train', S, v)]['ms_per_step'] / fastest[('train', S, 'ar')]['ms_per_step']
                       for S in speed_lens} for v in variants if v != 'ar' and 'ar' in variants}
+# rope against the learned table, objective by objective (the same run, so the same machine state)
+ratios.update({f"{v}/{v[:-5]}": {str(S): fastest[('train', S, v)]['ms_per_step'] / fastest[('train', S, v[:-5])]['ms_per_step']
+                                 for S in speed_lens} for v in variants if v.endswith('_rope') and v[:-5] in variants})
 memory_slopes = {}  # growth exponent between the two longest lengths: log(memory ratio) / log(length ratio)
 for variant in memory_variants:
     for backend in train_backends:
@@ -460,6 +467,9 @@ targets = [
            f"S={top}, {device_type}"),
     target('byte-level ar step / GPT-2-head ar step', BYTES_OVER_AR_MAX, ratios.get('ar_bytes/ar', {}).get(top),
            not on_gpu, 'lower', f"S={top}, {device_type}, {n_layer} x {n_embd}"),
+    target('rope step / learned-table step (worst objective)', ROPE_OVER_LEARNED_MAX,
+           max((r[top] for k, r in ratios.items() if k.split('/')[0].endswith('_rope')), default=None), not on_gpu,
+           'lower', f"S={top}, {device_type}"),
     target('flex / dense-SDPA dar attention fwd+bwd speedup', FLEX_ATTN_SPEEDUP_MIN, attention['speedup'],
            on_gpu and attention['seq_len'] == 1024, 'higher',
            f"S={attention['seq_len']}, {attention['mode']}, {device_type}"),

@@ -11,8 +11,8 @@ from conftest import ROOT, needs_compiler, one_error_line, run_script
 
 TINY = ['--n_layer=1', '--n_head=2', '--n_embd=32', '--block_size=32', '--batch_size=2', '--seq_lens=32',
         '--memory_seq_lens=16', '--warmup=1', '--steps=2', '--progress=False']
-VARIANTS = ('ar', 'dar', 'vm2s', 'mlm', 'ar_bytes')
-RUN_FIELDS = {'variant', 'objective', 'two_stream', 'tokenizer', 'backend', 'mode', 'seq_len', 'batch_size', 'ms_per_step',
+VARIANTS = ('ar', 'dar', 'vm2s', 'mlm', 'ar_bytes', 'ar_rope', 'dar_rope', 'vm2s_rope', 'mlm_rope')
+RUN_FIELDS = {'variant', 'objective', 'two_stream', 'tokenizer', 'rope', 'backend', 'mode', 'seq_len', 'batch_size', 'ms_per_step',
               'tokens_per_s', 'peak_mem_mb', 'flops_per_step', 'tflops', 'mfu', 'ratio_to_ar'}
 TOP_FIELDS = {'device', 'device_type', 'torch', 'date', 'dtype', 'compile', 'model', 'tokens_per_step', 'warmup',
               'steps', 'peak_tflops', 'memory_method', 'runs', 'ratios', 'attention', 'memory', 'memory_batch',
@@ -51,13 +51,17 @@ def test_json_has_every_field_and_every_run(bench):
 def test_ratios_are_against_ar_in_the_same_run(bench):
     result, _, _ = bench
     train = {(r['variant'], r['seq_len']): r for r in result['runs'] if r['mode'] == 'train'}
-    assert set(result['ratios']) == {'dar/ar', 'vm2s/ar', 'mlm/ar', 'ar_bytes/ar'}
+    # every variant against ar, and each rope variant against the same objective with the learned table
+    assert set(result['ratios']) == {f'{v}/ar' for v in VARIANTS if v != 'ar'} | \
+        {'dar_rope/dar', 'vm2s_rope/vm2s', 'mlm_rope/mlm'}
     for name, by_length in result['ratios'].items():
-        variant = name.split('/')[0]
+        variant, base = name.split('/')
         assert set(by_length) == {'32'}
-        expected = train[(variant, 32)]['ms_per_step'] / train[('ar', 32)]['ms_per_step']
+        expected = train[(variant, 32)]['ms_per_step'] / train[(base, 32)]['ms_per_step']
         assert math.isclose(by_length['32'], expected)
-        assert math.isclose(train[(variant, 32)]['ratio_to_ar'], expected)
+        assert train[(variant, 32)]['rope'] == variant.endswith('_rope')
+        if base == 'ar':
+            assert math.isclose(train[(variant, 32)]['ratio_to_ar'], expected)
 
 
 def test_flops_count_attention_by_the_mask(bench):
@@ -84,7 +88,10 @@ def test_memory_attention_and_targets(bench):
     assert attention['mode'] == 'forward' and attention['seq_len'] == 32
     assert math.isclose(attention['speedup'], attention['sdpa_ms'] / attention['flex_ms'])
     targets = {t['name']: t for t in result['targets']}
-    assert len(targets) == 7
+    assert len(targets) == 8
+    rope = targets['rope step / learned-table step (worst objective)']  # a CPU target: the worst of the three
+    assert rope['measured'] == max(result['ratios'][k]['32'] for k in ('ar_rope/ar', 'dar_rope/dar', 'vm2s_rope/vm2s',
+                                                                        'mlm_rope/mlm'))
     head = targets['byte-level ar step / GPT-2-head ar step']  # a CPU target, measured in this very run
     assert head['measured'] == result['ratios']['ar_bytes/ar']['32'] and head['status'] in ('met', 'missed')
     assert all(t['status'] in ('met', 'missed', 'not measured here') for t in targets.values())
