@@ -187,7 +187,8 @@ if init_from == 'resume':
                          "resume with the settings it was trained with, or use a new out_dir")
     saved = checkpoint.get('config', {})
     as_saved = lambda value: list(value) if isinstance(value, tuple) else value  # noqa: E731 (tuples load as lists)
-    changed = [k for k in config if k in saved and k not in RESUMABLE_CHANGES and as_saved(saved[k]) != as_saved(config[k])]
+    changed = [k for k in config if k in saved and k not in RESUMABLE_CHANGES
+               and as_saved(saved[k]) != as_saved(config[k])]
     if changed:
         raise UsageError(f"{last_path} was trained with " + ', '.join(f"{k}={saved[k]!r}" for k in changed) +
                          " but this command says " + ', '.join(f"{k}={config[k]!r}" for k in changed) +
@@ -280,7 +281,8 @@ def save(paths):
     if master:
         state = {'model': raw_model.state_dict(), 'optimizer': optimizer.state_dict(),
                  'model_config': asdict(model_config), 'objective': asdict(pretraining), 'config': config, 'iter': iter_num,
-                 'best_val_loss': best_val_loss, 'scaler': scaler.state_dict(), 'world_size': world_size, 'streams': states, 'torch_rng': torch_rng}
+                 'best_val_loss': best_val_loss, 'scaler': scaler.state_dict(), 'world_size': world_size,
+                 'streams': states, 'torch_rng': torch_rng}
         for path in paths:
             save_checkpoint(state, path)
 
