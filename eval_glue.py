@@ -19,16 +19,15 @@ import torch
 import torch.distributed as dist
 
 from checkpoint import load_checkpoint, read_checkpoint
-from output import atomic_write, claim_out_dir, progress as progress_bar
+from output import atomic_write, claim_out_dir, progress as progress_bar, write_csv
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import glue_tasks
 from data.text import TOKENIZERS, get_tokenizer
 from devices import pick_attn_backend, setup_processes
-from evals.finetune import lr_at
 from evals.finetune import (STYLES, Classifier, encode_rows, fit_least_squares, fit_logistic, join_pair,
                            length_batches, pad_batch, resolve_pooling, standardize, task_loss,
                            to_predictions)
-from evals.plot import write_csv
+from model import lr_at
 from objectives import Objective
 
 # -----------------------------------------------------------------------------

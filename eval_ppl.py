@@ -28,12 +28,11 @@ import torch
 import torch.distributed as dist
 
 from checkpoint import load_checkpoint, read_checkpoint
-from output import atomic_write, claim_out_dir, progress as progress_bar
+from output import atomic_write, claim_out_dir, line_plot, progress as progress_bar
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, load_tokens
 from devices import pick_attn_backend, setup_processes
 from evals.any_order import DEFAULT_PASSES, bound_summary, score_bound
-from evals.plot import line_plot
 from evals.ppl import (BERT_FUTURES, DEFAULT_BUCKETS, NgramBaselines, bucket_name, bucket_table, check_buckets,
                        gather_windows, perplexity, score_windows, window_starts)
 from objectives import Objective

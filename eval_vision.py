@@ -39,12 +39,11 @@ from output import atomic_write, claim_out_dir, progress as progress_bar
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.images import load_images
 from devices import pick_attn_backend, setup_processes
-from evals.finetune import lr_at
 from evals.lpips import MIN_SIDE
 from evals.vision_eval import (Classifier, accuracy, check_pool, encode, fill_order, layer_decay_groups,
                               masked_l2, mean_fill, mixup, reconstruct, save_grid,
                               soft_cross_entropy, soft_targets, to_sequence, train_linear_probe)
-from model import unpatchify
+from model import lr_at, unpatchify
 from objectives import Objective
 
 # -----------------------------------------------------------------------------

@@ -348,3 +348,16 @@ class Transformer(nn.Module):
         if content_groups is None:
             content_groups = torch.zeros(B, S, dtype=torch.long, device=content.device)
         return self.trunk(content, content_pos, content_groups, content_masked=content_masked, all_layers=all_layers)
+
+# -----------------------------------------------------------------------------
+# the learning-rate schedule (beside Transformer.optim_groups: together they are the optimizer's settings)
+
+def lr_at(step, peak, warmup, total, floor=0.0, shape='cosine'):
+    """The one learning-rate schedule, for pretraining (train.py), fine-tuning and probes: linear warmup over
+    `warmup` steps, then a half cosine ('cosine') or a straight line ('triangle', Cramming) from peak down to floor
+    at step `total`, and floor after it."""
+    if step < warmup:
+        return peak * (step + 1) / (warmup + 1)
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    decay = 1 - progress if shape == 'triangle' else 0.5 * (1 + math.cos(math.pi * progress))
+    return floor + (peak - floor) * decay

@@ -31,7 +31,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from configurator import UsageError, configure, one_line_errors
-from evals.plot import line_plot, log_ranks, write_csv
+from output import line_plot, log_ranks, write_csv
 
 # -----------------------------------------------------------------------------
 # toy model of Thm 4.2: which positions are visible, and which position is the target

@@ -21,11 +21,9 @@ from checkpoint import model_config_from, read_checkpoint, save_checkpoint
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from devices import (check_device, check_memory, peak_flops, pick_attn_backend, pick_compile, setup_processes,
                      step_flops, step_memory, stop_on_signals)
-from evals.finetune import lr_at
-from evals.plot import plot_log
-from model import ModelConfig, Transformer, patchify
+from model import ModelConfig, Transformer, lr_at, patchify
 from objectives import Objective, to_device
-from output import claim_out_dir, progress as progress_bar
+from output import claim_out_dir, plot_log, progress as progress_bar
 
 # -----------------------------------------------------------------------------
 # default config: a small ar model on the embedded Shakespeare corpus, on CPU in minutes

@@ -1,6 +1,6 @@
 """
 The pieces of eval_glue.py that tests call directly: texts -> padded batches with group ids, pooling, the task
-head, the fine-tuning schedule, and the closed-form / convex linear probes of Sec. 3.3.
+head, and the closed-form / convex linear probes of Sec. 3.3.
 
 A text (or a pair) becomes  BOS a  or  BOS a SEP b  with SEP = BOS again (GPT-2's <|endoftext|>, 50256; byte
 level: 256): in pretraining every document ends with that token, so to the model it already means "one text ends,
@@ -13,7 +13,6 @@ The attention pattern follows the checkpoint's pretraining (Sec. 3.3; GVP keeps 
 Padding goes on the right with group PAD_GROUP, so no real row ever sees it.
 """
 
-import math
 
 import torch
 import torch.nn as nn
@@ -26,16 +25,6 @@ SEPARATOR = 50256  # GPT-2 <|endoftext|>, the same id as BOS (the default of joi
 STYLES = ('causal', 'bidirectional')
 POOLINGS = ('last', 'first', 'mean')
 
-
-def lr_at(step, peak, warmup, total, floor=0.0, shape='cosine'):
-    """The one learning-rate schedule, for pretraining (train.py), fine-tuning and probes: linear warmup over
-    `warmup` steps, then a half cosine ('cosine') or a straight line ('triangle', Cramming) from peak down to floor
-    at step `total`, and floor after it."""
-    if step < warmup:
-        return peak * (step + 1) / (warmup + 1)
-    progress = min(1.0, (step - warmup) / max(1, total - warmup))
-    decay = 1 - progress if shape == 'triangle' else 0.5 * (1 + math.cos(math.pi * progress))
-    return floor + (peak - floor) * decay
 
 # -----------------------------------------------------------------------------
 # texts -> token sequences

@@ -18,8 +18,7 @@ from PIL import Image
 
 from output import atomic_write
 from configurator import UsageError
-from evals.finetune import lr_at
-from model import patchify, unpatchify
+from model import lr_at, patchify, unpatchify
 from objectives import PAD_GROUP, model_batch
 
 RECON_STYLES = ('causal', 'bert', 'masked_two_stream', 'groups')

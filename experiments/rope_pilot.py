@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from evals.plot import line_plot
+from output import line_plot
 from experiments.data_constrained import registered
 from experiments.stats import mean_std, paired_t_test, sign_test_p
 from output import atomic_write

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evals.plot import line_plot, log_ranks
 from experiments.stats import as_printed, mean_std, paired_t_test, sign_test_p
+from output import line_plot, log_ranks
 
 SIGNIFICANCE = 0.05  # a comparison is an effect only where its registered rule holds and the t-test's p is below this
 SHORT_BUCKETS = 4    # eval_ppl's first four buckets are the prefixes k < 8, "the shortest prefixes" of B2

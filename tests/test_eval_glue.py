@@ -17,8 +17,7 @@ from conftest import FIXTURES_GLUE, ROOT, make_checkpoint, one_error_line, run_i
 from data import glue_tasks as gt
 from data.text import get_tokenizer
 from evals import finetune as ft
-from evals.finetune import lr_at
-from model import PAD_GROUP
+from model import PAD_GROUP, lr_at
 from objectives import Objective
 
 FIXTURES = FIXTURES_GLUE

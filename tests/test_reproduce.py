@@ -439,7 +439,7 @@ def test_a_fresh_machine_resumes_from_the_record(tmp_path):
 def test_fig2_table_from_full_and_log_spaced_curves_alike(tmp_path):
     """Fig. 2's table and plot read each curve's pair ranks from its CSV: theory.py's log-spaced ranks and an older
     full curve give the same table; mlm 0.15 over ar at the last rank is above 1 on two seeds of three: 'weak'."""
-    from evals.plot import log_ranks
+    from output import log_ranks
     ratio = {'1': 1.2, '2': 1.1, '3': 0.95}
     tables = []
     for layout in ('full', 'log-spaced'):
