@@ -190,48 +190,93 @@ def bert_batch(x, masked, generator=None, bert_replace=False, ordinary_tokens=No
                        content_masked=content_masked, pred_index=pred_index, per_sequence=per_sequence)
 
 # -----------------------------------------------------------------------------
-# the objectives: one Kind each. A new objective is one more entry in KINDS (README: "Adding an objective").
+# the objectives: one Kind each. A new objective is a groups function and one more entry in KINDS (README, "Adding
+# an objective"): a checkpoint stores only the objective's name, so every script finds it here.
 
 @dataclass(frozen=True)
 class Kind:
     """What makes an objective. `groups` draws the group id of every position; a masked kind gives the visible
     positions group 0 and its targets group 1 (read bidirectionally, predicted from group 0), a sequential kind
-    predicts each group from the earlier ones."""
+    gives ids 1..K to the groups it predicts, each from the earlier ones (0: context only, never predicted)."""
     groups: Callable                 # (objective, B, L, generator) -> (B, L) group ids of positions 1..L
     masked: bool = False
+    causal: bool = False             # sequential with position i in group i (ar): GPT's causal mask can train it
     defaults: dict = field(default_factory=dict)  # default settings: Objective fields left at None
     counts: Callable = ratio_counts  # masked: (objective, L) -> (fewest, most) masked positions of a sequence
     error: Callable = None           # (objective, L) -> None, or one line saying what is wrong and the fix
     probe_groups: Callable = None    # sequential: (objective, N) -> (N,) fixed groups to encode frozen features with
-    one_stream: bool = True          # can train one-stream (ar: GPT's causal mask; masked: BERT); dar, gvp cannot
     per_sequence: bool = False       # each sequence's loss is the mean over its own targets (else over all targets)
 
-def along_order(sizes):
-    """A groups hook from a sampler of group sizes: sizes drawn first, then the order (as every recorded run)."""
-    def groups(o, B, L, g):
-        drawn = sizes(o, B, L, g)
-        return groups_from_sizes(visiting_order(B, L, o.random_order, g), drawn)
-    return groups
+def along_order(objective, L, sizes, generator):
+    """Group ids from group sizes (B, K) along the objective's visiting order. The sizes are drawn before the
+    order: a batch is a fixed sequence of draws from the generator, so a seed names the same batches."""
+    return groups_from_sizes(visiting_order(sizes.shape[0], L, objective.random_order, generator), sizes)
+
+def ar_groups(objective, B, L, generator):  # groups of one: left to right, or XLNet's permutation LM
+    return along_order(objective, L, dar_sizes(B, L, 1, generator), generator)
+
+def dar_groups(objective, B, L, generator):  # Sec. 5.1
+    return along_order(objective, L, dar_sizes(B, L, objective.t, generator), generator)
+
+def masked_groups(objective, B, L, generator):  # mlm (rho fixed) and vm (rho ~ U[a, b], Eq. 5)
+    return along_order(objective, L, masked_sizes(B, L, objective.mask_ratio, generator)[0], generator)
+
+def diffusion_groups(objective, B, L, generator):  # MDLM: m ~ U{1..L}
+    return along_order(objective, L, diffusion_sizes(B, L, generator), generator)
+
+def gvp_groups(objective, B, L, generator):  # GVP Sec. 3.2
+    return along_order(objective, L, gvp_sizes(B, L, objective.n_groups, objective.segmentation, generator),
+                       generator)
+
+def ar_probe_groups(objective, N):
+    return torch.arange(1, N + 1)
+
+def dar_probe_groups(objective, N):
+    return torch.arange(N) // objective.t + 1
+
+def gvp_probe_groups(objective, N):
+    return groups_from_sizes(torch.arange(1, N + 1)[None], gvp_sizes(1, N, objective.n_groups, 'fixed', None))[0]
+
+def dar_error(objective, L):
+    if not (isinstance(objective.t, int) and objective.t >= 1):
+        return f"needs an integer t >= 1, got {objective.t!r}"
+
+def one_ratio_error(objective, L):
+    return ratio_error(objective, one=True)
+
+def ratio_range_error(objective, L):
+    return ratio_error(objective, one=False)
+
+def gvp_error(objective, L):
+    if objective.segmentation not in ('fixed', 'random', 'mixed') or not 1 <= objective.n_groups <= L - 2:
+        return (f"needs segmentation fixed|random|mixed and 1 <= n_groups <= {L - 2}, got "
+                f"{objective.segmentation!r}, {objective.n_groups!r}")
+
+def diffusion_counts(objective, L):  # every count, the all-masked sequence included
+    return 1, L
 
 KINDS = {
-    'ar': Kind(along_order(lambda o, B, L, g: dar_sizes(B, L, 1, g)), defaults=dict(random_order=False),
-               probe_groups=lambda o, N: torch.arange(1, N + 1)),
-    'dar': Kind(along_order(lambda o, B, L, g: dar_sizes(B, L, o.t, g)), defaults=dict(random_order=False),
-                probe_groups=lambda o, N: torch.arange(N) // o.t + 1, one_stream=False,
-                error=lambda o, L: None if isinstance(o.t, int) and o.t >= 1 else f"needs an integer t >= 1, got {o.t!r}"),
-    'mlm': Kind(along_order(lambda o, B, L, g: masked_sizes(B, L, o.mask_ratio, g)[0]), masked=True,
-                defaults=dict(mask_ratio=0.15, random_order=True), error=lambda o, L: ratio_error(o, one=True)),
-    'vm': Kind(along_order(lambda o, B, L, g: masked_sizes(B, L, o.mask_ratio, g)[0]), masked=True,
-               defaults=dict(mask_ratio=(0.15, 0.30), random_order=True), error=lambda o, L: ratio_error(o, one=False)),
-    'mdlm': Kind(along_order(lambda o, B, L, g: diffusion_sizes(B, L, g)), masked=True,
-                 defaults=dict(random_order=True), counts=lambda o, L: (1, L), per_sequence=True),
-    'gvp': Kind(along_order(lambda o, B, L, g: gvp_sizes(B, L, o.n_groups, o.segmentation, g)),
-                defaults=dict(random_order=True), one_stream=False,
-                probe_groups=lambda o, N: groups_from_sizes(torch.arange(1, N + 1)[None], gvp_sizes(1, N, o.n_groups, 'fixed', None))[0],
-                error=lambda o, L: None if o.segmentation in ('fixed', 'random', 'mixed') and 1 <= o.n_groups <= L - 2
-                else f"needs segmentation fixed|random|mixed and 1 <= n_groups <= {L - 2}, got "
-                     f"{o.segmentation!r}, {o.n_groups!r}"),
+    'ar': Kind(ar_groups, causal=True, defaults=dict(random_order=False), probe_groups=ar_probe_groups),
+    'dar': Kind(dar_groups, defaults=dict(random_order=False), probe_groups=dar_probe_groups, error=dar_error),
+    'mlm': Kind(masked_groups, masked=True, defaults=dict(mask_ratio=0.15, random_order=True), error=one_ratio_error),
+    'vm': Kind(masked_groups, masked=True, defaults=dict(mask_ratio=(0.15, 0.30), random_order=True),
+               error=ratio_range_error),
+    'mdlm': Kind(diffusion_groups, masked=True, defaults=dict(random_order=True), counts=diffusion_counts,
+                 per_sequence=True),
+    'gvp': Kind(gvp_groups, defaults=dict(random_order=True), probe_groups=gvp_probe_groups, error=gvp_error),
 }
+
+def sequential_error(groups):
+    """A sequential groups hook's ids must give every sequence a target and number its groups 1..K with none
+    skipped (a sequence with no target makes its loss 0 / 0)."""
+    top = groups.max(dim=1).values
+    if int(groups.min()) < 0 or int(top.min()) < 1 or int(top.max()) > groups.shape[1]:
+        return f"ids {int(groups.min())}..{int(groups.max())}, and a sequence whose largest id is {int(top.min())}"
+    present = torch.zeros(groups.shape[0], int(top.max()) + 1, dtype=torch.bool).scatter_(1, groups.cpu(), True)
+    skipped = present[:, 1:].sum(dim=1) != top.cpu()
+    if skipped.any():
+        row = groups[int(skipped.nonzero()[0])].tolist()
+        return f"a sequence whose ids skip a number: {row}"
 
 @dataclass(frozen=True)
 class Objective:
@@ -248,15 +293,16 @@ class Objective:
 
     def __post_init__(self):
         if self.name not in KINDS:
-            raise UsageError(f"unknown objective {self.name!r}: choose one of {', '.join(KINDS)}")
+            raise UsageError(f"unknown objective {self.name!r}: choose one of {', '.join(KINDS)}, or add it to KINDS "
+                             f"in objectives.py (a checkpoint stores only the name)")
         for key, value in self.kind.defaults.items():
             if getattr(self, key) is None:
                 object.__setattr__(self, key, value)
         if isinstance(self.mask_ratio, list):
             object.__setattr__(self, 'mask_ratio', tuple(self.mask_ratio))
-        # two-stream ar is dar with t = 1; in a random order it is XLNet's permutation LM, which must be two-stream
-        # (a causal mask cannot follow a permutation)
-        needs_two = not self.kind.one_stream or (not self.kind.masked and bool(self.random_order))
+        # a sequential target must not see itself: one stream can hold that only as GPT's causal mask (ar left to
+        # right); any other sequential kind, ar along a random order (XLNet) included, needs the query stream
+        needs_two = not self.kind.masked and not (self.kind.causal and not self.random_order)
         if needs_two and self.two_stream is False:
             raise UsageError(f"{self.name} needs the two-stream model (a target must not see itself): set two_stream=True")
         object.__setattr__(self, 'two_stream', needs_two or bool(self.two_stream))
@@ -289,7 +335,7 @@ class Objective:
     @property
     def causal(self):
         """One-stream GPT: the only objective whose groups a causal mask can express."""
-        return not self.kind.masked and not self.two_stream
+        return self.kind.causal and not self.two_stream
 
     @property
     def attention(self):
@@ -311,13 +357,15 @@ class Objective:
         if self.kind.masked and ratio is not None:
             setting = f" {ratio:g}" if isinstance(ratio, (int, float)) else f" [{ratio[0]:g}, {ratio[1]:g}]"
         extra = ' random order' if self.random_order and not self.kind.masked and self.name != 'gvp' else ''
-        stream = ' two-stream' if self.two_stream and self.kind.one_stream and not extra else ''
+        stream = ' two-stream' if self.two_stream and (self.kind.masked or self.kind.causal) and not extra else ''
         return self.name + setting + stream + extra
 
     def probe_groups(self, N):
         """(1 + N,) content group ids to encode frozen features with, in raster order: masked objectives (one
         bidirectional visible group) all 0; sequential ones their groups in a fixed draw (GVP keeps the mask at
         linear probing): ar every position its own group, dar groups of t, gvp its 'fixed' segmentation."""
+        if not self.kind.masked and self.kind.probe_groups is None:
+            raise UsageError(f"objective {self.name!r} has no probe_groups: set its Kind's in objectives.py")
         groups = torch.zeros(N, dtype=torch.long) if self.kind.masked else self.kind.probe_groups(self, N)
         return torch.cat([torch.zeros(1, dtype=torch.long), groups])
 
@@ -325,10 +373,14 @@ class Objective:
         """The training batch of x (see the module docstring). ordinary_tokens: bert_replace's random ids."""
         B, S = x.shape[:2]
         L = S - 1
-        if self.causal and not self.random_order:
+        if self.causal:
             return causal_batch(x)
         groups = self.kind.groups(self, B, L, generator)
         if not self.kind.masked:
+            error = sequential_error(groups)
+            if error:
+                raise UsageError(f"objective {self.name!r}: its groups hook gave {error}: a sequential hook numbers "
+                                 f"the groups it predicts 1..K in order (0: context only), at least one a sequence")
             return two_stream_batch(x, groups)
         fewest, most = self.kind.counts(self, L)
         n_masked = (groups == 1).sum(dim=1)

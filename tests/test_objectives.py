@@ -1,14 +1,19 @@
 """objectives.py: the conditioning sets each objective declares, and its samplers' distributions."""
 
+import importlib.util
 import json
 import os
+import shutil
+import subprocess
+import sys
 
+import numpy as np
 import pytest
 import torch
 
 import objectives
 from conditioning import conditioning_sets, target_positions
-from conftest import ROOT, random_tokens, run_in_process
+from conftest import ROOT, random_tokens, run_in_process, write_corpus
 from evals.ppl import prefix_batch
 from objectives import (PAD_GROUP, Kind, Objective, dar_sizes, groups_from_sizes, gvp_sizes, masked_count, masked_sizes,
                         visiting_order)
@@ -271,13 +276,17 @@ def train_and_score(tmp_path, corpus, name, *flags):
 
 
 def test_a_new_sequential_objective_is_one_entry_in_kinds(tmp_path, tiny_corpus, monkeypatch):
-    """Predict each pair of tokens from the pairs before it (two-stream): trained by train.py, saved in the
-    checkpoint and scored by eval_ppl.py, with no other file edited."""
+    """Predict each pair of tokens from the pairs before it. Left at Kind's default flags it trains two-stream
+    through its own hook (never GPT's causal shortcut, which would train ar under its name): trained by train.py,
+    saved in the checkpoint and scored by eval_ppl.py, with no other file edited."""
     pairs = Kind(groups=lambda objective, B, L, generator: (torch.arange(L) // 2 + 1).expand(B, L),
-                 probe_groups=lambda objective, N: torch.arange(N) // 2 + 1, one_stream=False)
+                 probe_groups=lambda objective, N: torch.arange(N) // 2 + 1)
     monkeypatch.setitem(objectives.KINDS, 'pairs', pairs)
     toy = Objective('pairs')
-    assert (toy.two_stream, toy.attention, toy.prefix_style, toy.label) == (True, 'causal', 'groups', 'pairs')
+    assert (toy.two_stream, toy.causal, toy.attention, toy.prefix_style, toy.label) == (
+        True, False, 'causal', 'groups', 'pairs')
+    with pytest.raises(ValueError, match='needs the two-stream model'):
+        Objective('pairs', two_stream=False)
     for (b, p), cond in sets_by_position(toy.batch(tokens(), torch.Generator().manual_seed(0))).items():
         first_of_pair = p - (p - 1) % 2
         assert cond == set(range(first_of_pair)), (p, cond)  # BOS and the earlier pairs, never its own pair
@@ -316,6 +325,64 @@ def test_span_masking_is_one_entry_in_kinds(tmp_path, tiny_corpus, monkeypatch, 
     assert all(len(run) == 4 for run in runs)  # round(0.3 * 12)
     assert any(max(run) - min(run) < 6 for run in runs)  # spans: masked positions cluster (uniform ones rarely do)
     assert train_and_score(tmp_path, tiny_corpus, 'span', f'--two_stream={two_stream}')['label'].startswith('span')
+
+
+@pytest.mark.parametrize('hook, fragment', [
+    (lambda objective, B, L, generator: torch.zeros(B, L, dtype=torch.long), 'largest id is 0'),  # no target
+    (lambda objective, B, L, generator: torch.tensor([0, 1, 1, 3] * (L // 4)).expand(B, L), 'skip a number'),
+    (lambda objective, B, L, generator: torch.full((B, L), -1), 'ids -1..-1'),
+])
+def test_a_sequential_hook_that_breaks_the_numbering_stops_with_one_line(monkeypatch, hook, fragment):
+    """Every sequence needs a target and groups numbered 1..K: a sequence of group 0 alone has a loss of 0 / 0
+    (NaN), and a skipped id says the hook does not do what its author meant."""
+    monkeypatch.setitem(objectives.KINDS, 'broken', Kind(hook))
+    with pytest.raises(ValueError, match=f"objective 'broken': its groups hook gave .*{fragment}"):
+        Objective('broken').batch(tokens(), torch.Generator().manual_seed(0))
+
+
+def readme_objective():
+    """The code block of README's "Adding an objective", as a fork pastes it at the end of objectives.py."""
+    readme = open(os.path.join(ROOT, 'README.md')).read()
+    section = readme[readme.index('### Adding an objective'):]
+    return section[section.index('```python\n') + len('```python\n'):section.index('```\n', 10)]
+
+
+def test_the_readme_fork_path_trains_scores_and_samples_in_fresh_processes(tmp_path):
+    """README's objective pasted into a copy of objectives.py: train.py, eval_ppl.py and sample.py each in its own
+    interpreter find it through the checkpoint's name alone, and the prefix is read bidirectionally."""
+    fork = tmp_path / 'fork'
+    for folder in ('', 'data', 'evals'):
+        os.makedirs(fork / folder, exist_ok=True)
+        for name in os.listdir(os.path.join(ROOT, folder)):
+            if name.endswith('.py'):
+                shutil.copy(os.path.join(ROOT, folder, name), fork / folder / name)
+    (fork / 'objectives.py').write_text((fork / 'objectives.py').read_text() + '\n' + readme_objective())
+    rng = np.random.default_rng(0)
+    stream = np.concatenate([rng.integers(0, 40, size=50) for _ in range(100)])
+    corpus = write_corpus(tmp_path / 'corpus', stream[:4000], stream[4000:], tokenizer='bytes')
+    run = lambda *args: subprocess.run([sys.executable, *args], cwd=fork, capture_output=True, text=True,
+                                       timeout=600, env={**os.environ, 'OMP_NUM_THREADS': '1'})  # a hang guard
+    trained = run('train.py', f'--dataset={corpus}', '--out_dir=out', '--objective=prefix_lm', '--n_layer=1',
+                  '--n_head=2', '--n_embd=32', '--block_size=17', '--batch_size=4', '--max_iters=2',
+                  '--eval_interval=2', '--eval_iters=1', '--warmup_iters=0', '--progress=False')
+    assert trained.returncode == 0, trained.stderr
+    scored = run('eval_ppl.py', '--ckpt=out/ckpt_best.pt', f'--dataset={corpus}', '--max_tokens=64',
+                 '--out_dir=ppl', '--progress=False')
+    assert scored.returncode == 0, scored.stderr
+    summary = json.loads((fork / 'ppl' / 'summary.json').read_text())['checkpoints'][0]
+    assert summary['objective'] == 'prefix_lm' and summary['style'] == 'groups' and 1 < summary['ppl'] < 1e6
+    sampled = run('sample.py', '--ckpt=out/ckpt_best.pt', '--max_new_tokens=8', '--seed=1')
+    assert sampled.returncode == 0 and 'prefix_lm (groups)' in sampled.stderr, sampled.stderr
+    assert sampled.stdout.startswith('---------- sample 1\n')
+    spec = importlib.util.spec_from_file_location('forked_objectives', fork / 'objectives.py')
+    forked = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(forked)
+    batch = forked.Objective('prefix_lm').batch(tokens(B=8), torch.Generator().manual_seed(0))
+    for (b, p), cond in sets_by_position(batch).items():
+        assert cond == set(range(p)), (b, p)  # the prefix and the targets before p, never p itself
+    first_target = batch['query_pos'].masked_fill(~batch['valid'], S).min(dim=1).values
+    prefix = (batch['content_pos'] >= 1) & (batch['content_pos'] < first_target[:, None])
+    assert (batch['content_groups'][prefix] == 0).all() and len(set(first_target.tolist())) > 1  # random splits
 
 
 def test_a_masked_kind_that_breaks_its_counts_stops_with_one_line(monkeypatch):
