@@ -34,6 +34,11 @@
 # H2 and H3 are judged only if masked diffusion left the unigram plateau: its best below LEARNED_BELOW nats/byte on
 # every seed at the small size; otherwise they are reported as not judged.
 #
+# Note added after the runs (not part of the registration above, which is unchanged): the registered masked
+# diffusion run of seed 1337 at the small size repeats the pilot log pilot/log_mdlm2s_lr5e-4.jsonl bit for bit at
+# steps 100-1400 (same seed, data and schedule), so 44% of one registered run was seen before registration, and the
+# pilot had already shown ar rising after its best (2e-3 above). data_constrained.py marks that seed in tables.md.
+#
 # $ bash experiments/data_constrained.sh   (resumable: a finished run is skipped, an interrupted one resumes from its
 # last checkpoint; two runs at a time, one per core, seed by seed; then the summary and samples)
 set -euo pipefail
