@@ -1,7 +1,9 @@
 """The data-constrained comparison's curves, tables and verdicts, drawn from its record (data_constrained.sh runs
 this): held-out NLL per byte against epochs for every arm and size (mean and each seed, PNG + CSV), the crossover
 epoch, and the hypotheses H1-H5 registered at the top of data_constrained.sh, judged by their text: the mean over
-seeds goes the stated way and a one-sided paired t-test over the seeds gives p < 0.05.
+seeds goes the stated way and a one-sided paired t-test over the seeds gives p < 0.05. Beside each p: how many seeds
+go the stated way and the one-sided exact sign test (3 seeds: never below 1/8, so it does not decide). A run whose
+first evaluations repeat a pilot log bit for bit (pilot/*.jsonl) is named, and its seed marked '*'.
 usage: python -m experiments.data_constrained [RECORD] [RES]   (default: experiments/data-constrained for both)"""
 import glob
 import json
@@ -11,9 +13,8 @@ import sys
 
 import numpy as np
 
-from output import atomic_write
-from evals.plot import line_plot
-from experiments.stats import mean_std, paired_t_test, sign_test_p
+from experiments.stats import mean_std, paired_t_test, sign_test_one_sided_p
+from output import atomic_write, line_plot
 
 SIGNIFICANCE = 0.05
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data_constrained.sh')
@@ -56,6 +57,29 @@ def load(record):
                                                                 ('iter', 'val_loss', 'eval_train_loss'))
     return settings, runs
 
+# what a run and a pilot log must share to be the same run: every logged number but the clock
+SAME_RUN = ('train_loss', 'eval_train_loss', 'val_loss', 'lr')
+
+def seen_before(record, steps):
+    """[(size, arm, seed, pilot log, first step, last step shared)] for each finished run whose evaluations repeat
+    a pilot log bit for bit from the first on: those steps of the run were seen before the registration."""
+    found = []
+    for pilot in sorted(glob.glob(os.path.join(record, 'pilot', '*.jsonl'))):
+        before = [row for row in map(json.loads, open(pilot)) if 'val_loss' in row]
+        for path in sorted(glob.glob(os.path.join(record, 'runs', '*', '*', '*', 'log.jsonl'))):
+            rows = [row for row in map(json.loads, open(path)) if 'val_loss' in row]
+            if not rows or rows[-1]['iter'] != steps:
+                continue
+            shared = 0
+            for old, new in zip(before, rows):
+                if old['iter'] != new['iter'] or any(old.get(key) != new.get(key) for key in SAME_RUN):
+                    break
+                shared = new['iter']
+            if shared:
+                size, arm, seed = path.split(os.sep)[-4:-1]
+                found.append((size, arm, int(seed), os.path.relpath(pilot, record), rows[0]['iter'], shared))
+    return found
+
 def summary(steps, nll, train_nll, tolerance):
     """best, the step it is reached (the first evaluation within tolerance of it), end (the last), rise = end - best,
     and the NLL on training windows at the end (how much of the training bytes the model has memorised)."""
@@ -82,15 +106,17 @@ def one_sided_p(differences):
 # -----------------------------------------------------------------------------
 # the report
 
-def judge(name, text, differences, seeds, fmt='.3f'):
-    """differences: the registered quantity signed so that the hypothesis says > 0, paired by seed."""
+def judge(name, text, differences, seeds, fmt='.3f', marked=()):
+    """differences: the registered quantity signed so that the hypothesis says > 0, paired by seed. The t-test
+    decides, as registered; beside it the seeds that go the stated way and the one-sided sign test."""
     differences = np.asarray(differences, float)
     p = one_sided_p(differences) if len(differences) > 1 else 1.0
     met = differences.mean() > 0 and p < SIGNIFICANCE
-    cells = ', '.join(f"{s}: {d:+{fmt}}" for s, d in zip(seeds, differences))
+    cells = ', '.join(f"{s}{'*' if s in marked else ''}: {d:+{fmt}}" for s, d in zip(seeds, differences))
     return [f"**{name}** {text}", "",
-            f"- measured: {mean_std(differences, fmt)} ({cells}); one-sided paired t-test p = {p:.2g}, "
-            f"sign test (two-sided) p = {sign_test_p(differences):.2g}",
+            f"- measured: {mean_std(differences, fmt)} ({cells}); one-sided paired t-test p = {p:.2g} "
+            f"({int((differences > 0).sum())} of {len(differences)} seeds, t-test as registered), "
+            f"one-sided sign test p = {sign_test_one_sided_p(differences):.3g}",
             f"- verdict: {'effect (met)' if met else 'not met'}", ""]
 
 def report(record, res):
@@ -105,13 +131,21 @@ def report(record, res):
              f"{settings['eval_interval']} steps on {settings['eval_bytes']} held-out bytes (the same windows for "
              "every arm of a seed).", ""]
     judged = {}  # size: (per-run summaries, the seeds every arm has)
+    seen = seen_before(record, settings['steps'])
+    marked = lambda size, *arms: {seed for s, arm, seed, *_ in seen if s == size and arm in arms}
     for size in sizes:
         arms = [arm for arm in NAMES if (size, arm) in runs]
         seeds = sorted(set.intersection(*(set(runs[(size, arm)]) for arm in arms)))
         floors = settings['floors'][size]
+        named = ', '.join(f"{seed}{'*' if seed in marked(size, *arms) else ''}" for seed in seeds)
         lines += [f"## {size}: {settings['train_bytes'][size]:,} training bytes, "
-                  f"{epochs(settings, size, [settings['steps']])[0]:.3g} epochs, seeds {', '.join(map(str, seeds))}", "",
-                  f"Floors on the held-out bytes (counted on these training bytes): unigram {floors['unigram']:.3f}, "
+                  f"{epochs(settings, size, [settings['steps']])[0]:.3g} epochs, seeds {named}", ""]
+        for s, arm, seed, pilot, first, shared in seen:
+            if s == size and seed in seeds:
+                lines += [f"\\* Seen before the registration: {NAMES[arm]}, seed {seed}, is the pilot log `{pilot}` "
+                          f"bit for bit at steps {first}-{shared}, {shared / settings['steps']:.0%} of its "
+                          f"{settings['steps']} steps (every logged loss and the learning rate; not the clock).", ""]
+        lines += [f"Floors on the held-out bytes (counted on these training bytes): unigram {floors['unigram']:.3f}, "
                   f"bigram {floors['bigram']:.3f} nats/byte. Mean ± std over seeds:", "",
                   "| arm | best | reached (epoch) | end | rise (end - best) | training windows at the end |",
                   "|---|---|---|---|---|---|"]
@@ -122,6 +156,11 @@ def report(record, res):
             lines.append(f"| {NAMES[arm]} | {mean_std(column('best'), '.3f')} | "
                          f"{mean_std(epochs(settings, size, column('reached')), '.1f')} | {mean_std(column('end'), '.3f')} | "
                          f"{mean_std(column('rise'), '.3f')} | {mean_std(column('train_end'), '.3f')} |")
+        lowest_last = lambda nll: np.argmin(nll) == len(nll) - 1
+        improving = [NAMES[arm] for arm in arms if all(lowest_last(runs[(size, arm)][s][1]) for s in seeds)]
+        if improving:
+            lines += ["", "Lowest at the last evaluation on every seed, so still improving when the budget ended: "
+                      f"{', '.join(improving)}. Their \"reached\" is the first evaluation within {tolerance} of it."]
         steps, x = runs[(size, 'ar')][seeds[0]][0], epochs(settings, size, runs[(size, 'ar')][seeds[0]][0])
         mean = {arm: np.mean([runs[(size, arm)][seed][1] for seed in seeds], axis=0) for arm in arms}
         floor_lines = {f"{name} floor": (x[[0, -1]], [floors[name]] * 2) for name in ('unigram', 'bigram')}
@@ -143,19 +182,23 @@ def report(record, res):
     take = lambda size, arm, key: np.array([judged[size][0][arm][s][key] for s in judged[size][1]])
     if 'small' in judged:
         seeds = judged['small'][1]
-        lines += judge('H1', hypotheses['H1'], take('small', 'ar', 'rise') - constants['RISE'], seeds)
+        lines += judge('H1', hypotheses['H1'], take('small', 'ar', 'rise') - constants['RISE'], seeds,
+                       marked=marked('small', 'ar'))
         if (take('small', 'mdlm', 'best') < learned_below).all():
             lines += judge('H2', hypotheses['H2'], epochs(settings, 'small', take('small', 'mdlm', 'reached')
-                                                          - take('small', 'ar', 'reached')), seeds, '.1f')
-            lines += judge('H3', hypotheses['H3'], take('small', 'ar', 'end') - take('small', 'mdlm', 'end'), seeds)
+                                                          - take('small', 'ar', 'reached')), seeds, '.1f',
+                           marked('small', 'ar', 'mdlm'))
+            lines += judge('H3', hypotheses['H3'], take('small', 'ar', 'end') - take('small', 'mdlm', 'end'), seeds,
+                           marked=marked('small', 'ar', 'mdlm'))
         else:
             lines += [f"**H2, H3** not judged: masked diffusion's best is not below {learned_below} on every seed "
                       "(it did not leave the unigram plateau), as registered.", ""]
     if 'full' in judged:
-        lines += judge('H4', hypotheses['H4'], take('full', 'mdlm', 'end') - take('full', 'ar', 'end'), judged['full'][1])
+        lines += judge('H4', hypotheses['H4'], take('full', 'mdlm', 'end') - take('full', 'ar', 'end'),
+                       judged['full'][1], marked=marked('full', 'ar', 'mdlm'))
     if 'small' in judged:
         lines += judge('H5', hypotheses['H5'], take('small', 'ar', 'rise') - take('small', 'dar', 'rise'),
-                       judged['small'][1])
+                       judged['small'][1], marked=marked('small', 'ar', 'dar'))
     atomic_write(os.path.join(res, 'tables.md'), '\n'.join(lines).rstrip() + '\n')
     return lines
 

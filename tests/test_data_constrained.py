@@ -44,6 +44,32 @@ def test_one_sided_p_is_half_the_two_sided_in_the_stated_direction():
     assert dc.one_sided_p([-d for d in differences]) == pytest.approx(1 - paired_t_test(differences)[1] / 2)
 
 
+@pytest.mark.parametrize('differences, expected', [
+    ([0.4, 0.3, 0.5], 1 / 8),              # 3 of 3 the stated way: the smallest p three seeds allow
+    ([0.4, -0.3, 0.5], 4 / 8),             # 2 of 3: P(X >= 2) = (C(3,2) + C(3,3)) / 2^3
+    ([-0.4, -0.3, -0.5], 1.0),             # 0 of 3: P(X >= 0)
+    ([1, 2, 0, -1, 3], 5 / 16),            # ties dropped: 3 of 4, (C(4,3) + C(4,4)) / 2^4
+    ([0, 0], 1.0)])
+def test_one_sided_sign_test_is_the_exact_binomial_tail(differences, expected):
+    from scipy import stats
+    from experiments.stats import sign_test_one_sided_p
+    assert sign_test_one_sided_p(differences) == pytest.approx(expected)
+    untied = [d for d in differences if d != 0]
+    if untied:
+        above = sum(d > 0 for d in untied)
+        assert expected == pytest.approx(stats.binomtest(above, len(untied), 0.5, alternative='greater').pvalue)
+
+
+def test_judge_prints_the_seeds_and_the_one_sided_sign_test_beside_the_t_test():
+    lines = dc.judge('H9', 'text', [0.3, 0.1, 0.25], [1, 2, 3], marked={2})
+    measured = next(line for line in lines if line.startswith('- measured'))
+    assert '(1: +0.300, 2*: +0.100, 3: +0.250)' in measured
+    assert f"t-test p = {dc.one_sided_p([0.3, 0.1, 0.25]):.2g} (3 of 3 seeds, t-test as registered)" in measured
+    assert measured.endswith('one-sided sign test p = 0.125')
+    measured = next(line for line in dc.judge('H9', 'text', [0.3, -0.1, 0.25], [1, 2, 3]) if line.startswith('- m'))
+    assert '(2 of 3 seeds, t-test as registered)' in measured and measured.endswith('sign test p = 0.5')
+
+
 def write_record(root, curves, steps=1000):
     """curves: {(size, arm): {seed: nll array}}."""
     settings = dict(train_bytes={'small': 1000, 'full': 100000}, steps=steps, eval_interval=100,
@@ -86,6 +112,11 @@ def test_verdicts_on_a_record_with_known_answers(tmp_path):
         assert verdict(lines, name) == '- verdict: effect (met)', name
     text = '\n'.join(lines)
     assert 'mean curves epoch 60.0' in text  # mdlm below ar from step 600 on: 600 steps x 100 bytes / 1000 bytes
+    # at the small size mdlm ends lowest on every seed: still improving; ar and dar do not
+    improving = text.split('## full')[0].split('still improving when the budget ended: ')[1].split('.')[0].split(', ')
+    assert 'masked diffusion' in improving and 'ar' not in improving and 'dar t=2' not in improving
+    assert 'still improving when the budget ended: ar, masked diffusion.' in text.split('## full')[1]  # both fall
+    assert 'Seen before' not in text and '*:' not in text and 'seeds 1, 2, 3' in text  # no pilot logs: none marked
     assert (tmp_path / 'res' / 'heldout_nll_small.png').exists() and (tmp_path / 'res' / 'heldout_nll_small.csv').exists()
     assert (tmp_path / 'res' / 'tables.md').read_text() == text.rstrip() + '\n'
 
@@ -107,6 +138,32 @@ def test_verdicts_on_a_record_with_known_answers(tmp_path):
 RECORD = os.path.join(ROOT, 'experiments', 'data-constrained')
 
 
+def test_a_run_that_repeats_a_pilot_log_is_named_and_its_seed_marked(tmp_path):
+    """A pilot log equal to a registered run's first evaluations (every logged loss and the learning rate, not the
+    clock) was seen before the registration: the report names the run, the steps and the share, and marks the seed."""
+    rng = np.random.default_rng(1)
+    curves = {('small', arm): {s: np.linspace(3.3, 2.5, 10) + rng.normal(0, 0.01, 10) for s in (1, 2, 3)}
+              for arm in ('ar', 'dar', 'mdlm')}
+    write_record(tmp_path / 'record', curves)
+    log = tmp_path / 'record' / 'runs' / 'small' / 'mdlm' / '2' / 'log.jsonl'
+    rows = [json.loads(line) for line in open(log)][:4]
+    os.makedirs(tmp_path / 'record' / 'pilot')
+    with open(tmp_path / 'record' / 'pilot' / 'log_same.jsonl', 'w') as f:  # steps 100-400 of mdlm's seed 2
+        f.writelines(json.dumps({**row, 'time': 1.0}) + '\n' for row in rows)
+    with open(tmp_path / 'record' / 'pilot' / 'log_other.jsonl', 'w') as f:  # one digit off at the first step
+        f.writelines(json.dumps({**row, 'val_loss': row['val_loss'] + 1e-9}) + '\n' for row in rows)
+    assert dc.seen_before(str(tmp_path / 'record'), 1000) == [('small', 'mdlm', 2, 'pilot/log_same.jsonl', 100, 400)]
+    text = '\n'.join(dc.report(str(tmp_path / 'record'), str(tmp_path / 'res')))
+    assert 'seeds 1, 2*, 3' in text
+    assert 'masked diffusion, seed 2, is the pilot log `pilot/log_same.jsonl` bit for bit at steps 100-400, 40%' in text
+    assert '(1: ' in text and '2*: ' in text.split('**H2**')[1]
+
+
+def test_the_record_marks_the_registered_run_its_pilot_already_ran():
+    """Seed 1337's masked diffusion at 32 KiB is the pilot's 5e-4 run at steps 100-1400: 44% of 3200 steps."""
+    assert dc.seen_before(RECORD, 3200) == [('small', 'mdlm', 1337, 'pilot/log_mdlm2s_lr5e-4.jsonl', 100, 1400)]
+
+
 def test_the_record_regenerates_its_tables_and_curves(tmp_path):
     dc.report(RECORD, str(tmp_path))
     for name in os.listdir(RECORD):
@@ -123,11 +180,12 @@ def test_the_readme_quotes_the_record():
     for name in ('H1', 'H2', 'H3', 'H4', 'H5'):
         block = tables.split(f'**{name}**')[1]
         measured = block.split('- measured: ')[1].split(' (')[0]
-        p = block.split('one-sided paired t-test p = ')[1].split(',')[0]
+        p, seeds = block.split('one-sided paired t-test p = ')[1].split(' seeds, t-test as registered')[0].split(' (')
+        sign = block.split('one-sided sign test p = ')[1].splitlines()[0]
         met = 'met' if 'effect (met)' in block.split('- verdict: ')[1].splitlines()[0] else 'not met'
         row = next(line for line in readme.splitlines() if line.startswith(f'| {name} '))
         cells = [cell.strip() for cell in row.strip('|').split('|')]
-        assert cells[1].endswith(measured) and cells[2] == p and cells[3] == met, (name, cells)
+        assert cells[1].endswith(measured) and cells[2:] == [p, seeds, sign, met], (name, cells)
 
 
 def test_the_front_readme_line_is_the_record():
@@ -136,9 +194,10 @@ def test_the_front_readme_line_is_the_record():
                if line.startswith('| repeated data'))
     rise = {line.split(' | ')[0][2:]: line.split(' | ')[4].split(' ±')[0]
             for line in tables.split('## full:')[0].splitlines() if line.startswith('| ')}
-    h5_p = tables.split('**H5**')[1].split('one-sided paired t-test p = ')[1].split(',')[0]
+    h5_p, h5_seeds = tables.split('**H5**')[1].split('t-test p = ')[1].split(' seeds, t-test')[0].split(' (')
     h3 = tables.split('**H3**')[1].split('- measured: -')[1].split(' ±')[0]
-    assert f"ar rises {rise['ar']}" in row and f"dar t=2 {rise['dar t=2']} (p {h5_p})" in row
+    assert f"ar rises {rise['ar']}" in row
+    assert f"dar t=2 {rise['dar t=2']} (p {h5_p}, {h5_seeds} seeds, t-test as registered)" in row
     assert f"masked diffusion ends {h3} above ar" in row
 
 
@@ -160,21 +219,32 @@ def test_the_script_on_a_clone_trains_nothing_and_keeps_the_record(tmp_path):
 
 
 def test_the_exploratory_paragraph_is_its_record():
-    """The twice-the-budget paragraph of experiments/README.md quotes the logs in data-constrained/explore-6400/."""
+    """The twice-the-budget paragraphs (experiments/README.md, explore-6400/README.md) quote the logs in
+    data-constrained/explore-6400/: each run's lowest value and its epoch, the crossovers, and ar's learning rate at
+    the crossover here and in the registered run of the same seed."""
     explore = os.path.join(RECORD, 'explore-6400')
-    runs = {}
+    logs, runs = {}, {}
     for arm in ('ar', 'dar', 'mdlm'):
-        rows = [json.loads(line) for line in open(os.path.join(explore, f'log_{arm}.jsonl'))]
-        assert rows[-1]['iter'] == 6400
-        runs[arm] = tuple(np.array([row[key] for row in rows]) for key in ('iter', 'val_loss', 'eval_train_loss'))
+        logs[arm] = [json.loads(line) for line in open(os.path.join(explore, f'log_{arm}.jsonl'))]
+        assert logs[arm][-1]['iter'] == 6400
+        runs[arm] = tuple(np.array([row[key] for row in logs[arm]]) for key in ('iter', 'val_loss', 'eval_train_loss'))
     epoch = lambda step: step * 16 * 63 / 32768
     stats = {arm: dc.summary(*runs[arm], tolerance=0.01) for arm in runs}
+    lowest = {arm: epoch(runs[arm][0][np.argmin(runs[arm][1])]) for arm in runs}  # the minimum, not the tolerance's
+    assert lowest['mdlm'] == epoch(6400)  # its last evaluation: still improving
     steps = runs['ar'][0]
-    text = ' '.join(open(os.path.join(ROOT, 'experiments', 'README.md')).read().split())
-    for arm, label in (('ar', 'ar:'), ('dar', 'dar t = 2:')):
-        assert (f"{label} best {stats[arm]['best']:.3f} at epoch {epoch(stats[arm]['reached']):.1f}, ends "
-                f"{stats[arm]['end']:.3f}") in text, arm
-    assert f"best {stats['mdlm']['best']:.3f} at epoch {epoch(stats['mdlm']['reached']):.1f}" in text
-    assert f"below ar from epoch {epoch(dc.crossover(steps, runs['mdlm'][1], runs['ar'][1])):.1f}" in text
-    assert f"below dar from epoch {epoch(dc.crossover(steps, runs['mdlm'][1], runs['dar'][1])):.1f}" in text
-    assert f"best stays {stats['mdlm']['best'] - stats['ar']['best']:.3f} above ar's best" in text
+    crossed = dc.crossover(steps, runs['mdlm'][1], runs['ar'][1])
+    registered = [json.loads(line) for line in open(os.path.join(RECORD, 'runs', 'small', 'ar', '1337', 'log.jsonl'))]
+    rate = lambda rows: f"{next(row['lr'] for row in rows if row['iter'] == crossed):.1e}".replace('e-0', 'e-')
+    assert crossed < 3200  # inside the registered budget
+    for name in ('README.md', os.path.join('data-constrained', 'explore-6400', 'README.md')):
+        text = ' '.join(open(os.path.join(ROOT, 'experiments', name)).read().split())
+        for arm, label in (('ar', 'ar:'), ('dar', 'dar t = 2:')):
+            assert f"{label} lowest {stats[arm]['best']:.3f} at epoch {lowest[arm]:.1f}" in text, (name, arm)
+            assert f"ends {stats[arm]['end']:.3f}" in text, (name, arm)
+        assert f"rises {stats['dar']['rise']:.3f} after its best" in text and f"ar {stats['ar']['rise']:.3f}" in text
+        assert f"lowest {stats['mdlm']['best']:.3f} at epoch {lowest['mdlm']:.1f}" in text, name
+        assert f"below ar from epoch {epoch(crossed):.1f}" in text, name
+        assert f"below dar from epoch {epoch(dc.crossover(steps, runs['mdlm'][1], runs['dar'][1])):.1f}" in text
+        assert f"stays {stats['mdlm']['best'] - stats['ar']['best']:.3f} above ar's" in text, name
+        assert f"{rate(logs['ar'])} at step {crossed}, against {rate(registered)}" in text, name
