@@ -24,9 +24,8 @@ from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import glue_tasks
 from data.text import TOKENIZERS, get_tokenizer
 from devices import pick_attn_backend, setup_processes
-from evals.finetune import (STYLES, Classifier, encode_rows, fit_least_squares, fit_logistic, join_pair,
-                           length_batches, pad_batch, resolve_pooling, standardize, task_loss,
-                           to_predictions)
+from evals.glue import (STYLES, TextClassifier, encode_rows, fit_least_squares, fit_logistic, join_pair,
+                        length_batches, pad_batch, resolve_pooling, standardize, task_loss, to_predictions)
 from model import lr_at
 from objectives import Objective
 
@@ -177,7 +176,7 @@ def finetune(info, task, seed, bar):
     n_outputs = 1 if spec.is_regression else len(spec.labels)
     torch.manual_seed(seed)  # head init and dropout
     model, _ = load_checkpoint(info['path'], device, attn_backend=attn_backend, dropout=dropout)
-    network = Classifier(model, n_outputs, info['pooling'], dropout).to(device)
+    network = TextClassifier(model, n_outputs, info['pooling'], dropout).to(device)
     sequences, labels = examples(task, 'train', info)
     optimizer = torch.optim.AdamW(network.parameters(), lr=learning_rate, betas=(beta1, beta2),
                                   weight_decay=weight_decay)
@@ -216,7 +215,7 @@ def linear_probe(info, task):
     """Features of the frozen trunk (its pretraining attention), standardised; logistic or ridge regression."""
     spec = glue_tasks.get_task(task)
     model, _ = load_checkpoint(info['path'], device, attn_backend=attn_backend)
-    network = Classifier(model, 1, info['pooling']).to(device)
+    network = TextClassifier(model, 1, info['pooling']).to(device)
     splits = ('train',) + spec.dev_splits
     data = {split: examples(task, split, info) for split in splits}
     features = [pooled_outputs(network, data[split][0], info, head=False).to(device, torch.float64) for split in splits]

@@ -40,9 +40,9 @@ from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.images import load_images
 from devices import pick_attn_backend, setup_processes
 from evals.lpips import MIN_SIDE
-from evals.vision_eval import (Classifier, accuracy, check_pool, encode, fill_order, layer_decay_groups,
-                              masked_l2, mean_fill, mixup, reconstruct, save_grid,
-                              soft_cross_entropy, soft_targets, to_sequence, train_linear_probe)
+from evals.vision import (ImageClassifier, accuracy, check_pool, encode, fill_order, layer_decay_groups, masked_l2,
+                          mean_fill, mixup, reconstruct, save_grid, soft_cross_entropy, soft_targets, to_sequence,
+                          train_linear_probe)
 from model import lr_at, unpatchify
 from objectives import Objective
 
@@ -217,7 +217,7 @@ def linprobe(run, model):
 def finetune(run, model):
     image_set, val_set = image_sets[run['data'], 'train'], image_sets[run['data'], 'val']
     torch.manual_seed(seed)
-    classifier = Classifier(model, image_set.num_classes, pooling).to(device).train()
+    classifier = ImageClassifier(model, image_set.num_classes, pooling).to(device).train()
     param_groups = layer_decay_groups(classifier, weight_decay, layer_decay)
     optimizer = torch.optim.AdamW(param_groups, lr=learning_rate, betas=(0.9, 0.999))
     trainer = DDP(classifier, device_ids=[local_rank] if device_type == 'cuda' else None) if ddp else classifier

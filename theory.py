@@ -232,7 +232,7 @@ def encode_windows(model, content, attention, content_masked=None, all_layers=Fa
 
 def encoding(attention, pooling='auto'):
     """-> pooling; 'auto' pools as eval_glue.py: the last token if causal, else the mean (BOS left out)."""
-    from evals.finetune import resolve_pooling
+    from evals.glue import resolve_pooling
     if pooling == 'first':
         raise UsageError("pooling must be 'auto', 'last' or 'mean' here: 'first' would pool BOS alone")
     return resolve_pooling(pooling, attention)

@@ -1,4 +1,4 @@
-"""eval_glue.py and evals/finetune.py: encoding and masks, pooling, the schedule, the linear probes against
+"""eval_glue.py and evals/glue.py: encoding and masks, pooling, the schedule, the linear probes against
 scikit-learn, the whole pipeline on fixtures of every task (scores re-checked with scikit-learn / scipy), a small
 model learning a separable task, torchrun = one process, and one-line errors."""
 import csv
@@ -16,8 +16,9 @@ from sklearn import metrics as skm
 from conftest import FIXTURES_GLUE, ROOT, make_checkpoint, one_error_line, run_in_process, run_script, script_error
 from data import glue_tasks as gt
 from data.text import get_tokenizer
-from evals import finetune as ft
-from model import PAD_GROUP, lr_at
+from evals import glue
+from model import lr_at
+from objectives import PAD_GROUP
 from objectives import Objective
 
 FIXTURES = FIXTURES_GLUE
@@ -35,36 +36,36 @@ def read_csv(path):
 
 def test_join_pair_layout_and_truncation():
     tokenizer = get_tokenizer()
-    (a, b), (single, none) = ft.encode_rows(tokenizer, [('Hello world', ' again', 0), ('Hello world', None, 1)])
+    (a, b), (single, none) = glue.encode_rows(tokenizer, [('Hello world', ' again', 0), ('Hello world', None, 1)])
     assert a == single == [15496, 995] and none is None
-    assert ft.join_pair(a, b, 128) == [50256, 15496, 995, ft.SEPARATOR] + b
-    assert ft.join_pair(single, None, 128) == [50256, 15496, 995]
+    assert glue.join_pair(a, b, 128) == [50256, 15496, 995, glue.SEPARATOR] + b
+    assert glue.join_pair(single, None, 128) == [50256, 15496, 995]
     long_a, long_b, short = list(range(100)), list(range(200, 260)), [7, 8, 9]
     for first, second, cap in ((long_a, long_b, 40), (long_a, short, 40), (short, long_b, 40), (long_a, long_b, 31)):
-        ids = ft.join_pair(first, second, cap)
+        ids = glue.join_pair(first, second, cap)
         assert len(ids) == cap and ids[0] == 50256
-        cut = ids.index(ft.SEPARATOR, 1)
+        cut = ids.index(glue.SEPARATOR, 1)
         kept_a, kept_b = ids[1:cut], ids[cut + 1:]
         assert kept_a == first[:len(kept_a)] and kept_b == second[:len(kept_b)]  # cut at the ends only
         if short in (first, second):
             assert short in (kept_a, kept_b)  # the shorter text survives whole
         else:
             assert abs(len(kept_a) - len(kept_b)) <= 1  # both long: an even share
-    assert ft.join_pair(long_a, None, 10) == [50256] + long_a[:9]
+    assert glue.join_pair(long_a, None, 10) == [50256] + long_a[:9]
     with pytest.raises(ValueError, match='too short'):
-        ft.join_pair(a, b, 3)
+        glue.join_pair(a, b, 3)
 
 # -----------------------------------------------------------------------------
 # masks, padding and pooling
 
 
-@pytest.mark.parametrize('style', ft.STYLES)
+@pytest.mark.parametrize('style', glue.STYLES)
 def test_padding_is_invisible_and_style_is_the_pretraining_pattern(tmp_path, style):
     _, model = make_checkpoint(tmp_path / 'c.pt', 'ar')
     model.eval()
     generator = torch.Generator().manual_seed(0)
     sequences = [[50256] + torch.randint(0, 500, (n,), generator=generator).tolist() for n in (3, 9, 6)]
-    batch, lengths = ft.pad_batch(sequences, style)
+    batch, lengths = glue.pad_batch(sequences, style)
     assert lengths.tolist() == [4, 10, 7]
     real = batch['content_groups'] < PAD_GROUP
     assert (real.sum(dim=1) == lengths).all()
@@ -73,32 +74,32 @@ def test_padding_is_invisible_and_style_is_the_pretraining_pattern(tmp_path, sty
     with torch.no_grad():
         padded = model.trunk(**batch)
         for row, ids in enumerate(sequences):  # each alone, no padding: the same hidden states
-            alone, _ = ft.pad_batch([ids], style)
+            alone, _ = glue.pad_batch([ids], style)
             assert torch.allclose(model.trunk(**alone)[0], padded[row, :len(ids)], atol=1e-5)
         changed = [ids[:-1] + [ids[-1] + 1] for ids in sequences]  # a different last token
-        other = model.trunk(**ft.pad_batch(changed, style)[0])
+        other = model.trunk(**glue.pad_batch(changed, style)[0])
     first_moved = not torch.allclose(other[:, 0], padded[:, 0], atol=1e-6)
     assert first_moved == (style == 'bidirectional')  # causal: BOS cannot see the end; bidirectional: it can
-    last = ft.pool(padded, lengths, 'last')
-    assert not torch.allclose(ft.pool(other, lengths, 'last'), last, atol=1e-6)
+    last = glue.pool(padded, lengths, 'last')
+    assert not torch.allclose(glue.pool(other, lengths, 'last'), last, atol=1e-6)
 
 
 def test_pool_rows():
     hidden = torch.randn(3, 5, 4, generator=torch.Generator().manual_seed(1))
     lengths = torch.tensor([2, 5, 3])
-    assert torch.equal(ft.pool(hidden, lengths, 'first'), hidden[:, 0])
-    assert torch.equal(ft.pool(hidden, lengths, 'last'), torch.stack([hidden[0, 1], hidden[1, 4], hidden[2, 2]]))
+    assert torch.equal(glue.pool(hidden, lengths, 'first'), hidden[:, 0])
+    assert torch.equal(glue.pool(hidden, lengths, 'last'), torch.stack([hidden[0, 1], hidden[1, 4], hidden[2, 2]]))
     mean = torch.stack([hidden[b, :n].mean(dim=0) for b, n in enumerate(lengths.tolist())])
-    assert torch.allclose(ft.pool(hidden, lengths, 'mean'), mean, atol=1e-6)
-    assert sorted(i for batch in ft.length_batches([5, 1, 3, 3, 2], 2) for i in batch) == [0, 1, 2, 3, 4]
+    assert torch.allclose(glue.pool(hidden, lengths, 'mean'), mean, atol=1e-6)
+    assert sorted(i for batch in glue.length_batches([5, 1, 3, 3, 2], 2) for i in batch) == [0, 1, 2, 3, 4]
 
 
 def test_attention_and_pooling_choices():
     assert [Objective(o).attention for o in ('ar', 'dar', 'gvp', 'mlm', 'vm')] == ['causal'] * 3 + ['bidirectional'] * 2
-    assert ft.resolve_pooling('auto', 'causal') == 'last' and ft.resolve_pooling('auto', 'bidirectional') == 'mean'
-    assert ft.resolve_pooling('first', 'bidirectional') == 'first'
+    assert glue.resolve_pooling('auto', 'causal') == 'last' and glue.resolve_pooling('auto', 'bidirectional') == 'mean'
+    assert glue.resolve_pooling('first', 'bidirectional') == 'first'
     with pytest.raises(ValueError, match='BOS'):
-        ft.resolve_pooling('first', 'causal')
+        glue.resolve_pooling('first', 'causal')
     with pytest.raises(ValueError, match='train.py'):
         Objective.from_checkpoint({'config': {}})
 
@@ -121,7 +122,7 @@ def test_logistic_probe_equals_scikit_learn():
     n, d, l2 = 300, 6, 1e-2
     x = rng.normal(size=(n, d))
     y = (x @ rng.normal(size=(d, 3)) + rng.normal(size=(n, 3))).argmax(axis=1)
-    weight, bias = ft.fit_logistic(torch.tensor(x), torch.tensor(y), 3, l2)
+    weight, bias = glue.fit_logistic(torch.tensor(x), torch.tensor(y), 3, l2)
     ours = torch.softmax(torch.tensor(x) @ weight + bias, dim=1).numpy()
     # sklearn minimises C sum CE + |W|^2 / 2, the same optimum as mean CE + l2/2 |W|^2 when C = 1 / (n l2)
     reference = linear_model.LogisticRegression(C=1 / (n * l2), tol=1e-10, max_iter=10000).fit(x, y)
@@ -132,11 +133,11 @@ def test_least_squares_probe_equals_ridge_and_lstsq():
     rng = np.random.default_rng(1)
     x = rng.normal(size=(80, 5))
     y = x @ rng.normal(size=5) + 0.3 + 0.1 * rng.normal(size=80)
-    weight, bias = ft.fit_least_squares(torch.tensor(x), torch.tensor(y), 0.05)
+    weight, bias = glue.fit_least_squares(torch.tensor(x), torch.tensor(y), 0.05)
     reference = linear_model.Ridge(alpha=0.05 * 80).fit(x, y)  # Ridge: sum of squares + alpha |w|^2
     assert np.allclose(weight.numpy(), reference.coef_, atol=1e-8)
     assert float(bias) == pytest.approx(reference.intercept_)
-    weight, bias = ft.fit_least_squares(torch.tensor(x), torch.tensor(y), 0.0)
+    weight, bias = glue.fit_least_squares(torch.tensor(x), torch.tensor(y), 0.0)
     solution = np.linalg.lstsq(np.c_[x, np.ones(80)], y, rcond=None)[0]
     assert np.allclose(np.r_[weight.numpy(), float(bias)], solution, atol=1e-8)
 

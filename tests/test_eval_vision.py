@@ -1,4 +1,4 @@
-"""Tests for eval_vision.py and evals/vision_eval.py: reconstruction never reads a masked patch before it is filled,
+"""Tests for eval_vision.py and evals/vision.py: reconstruction never reads a masked patch before it is filled,
 probe masks, the linear probe and fine-tuning parts, bad input, and a tiny pretrained model beating chance."""
 import csv
 import os
@@ -8,7 +8,7 @@ import torch
 
 from conditioning import conditioning_sets, target_positions
 from conftest import ROOT, make_checkpoint, one_error_line, run_in_process, run_script
-from evals import vision_eval as ve
+from evals import vision
 from model import ModelConfig, Transformer
 from objectives import Objective
 
@@ -35,17 +35,17 @@ def random_model(seed=0):
 
 def random_sequences(B=3, seed=0):
     pixels = torch.rand(B, 1, 28, 28, generator=torch.Generator().manual_seed(seed))
-    return ve.to_sequence(pixels, 7)
+    return vision.to_sequence(pixels, 7)
 
 
-@pytest.mark.parametrize('style', ve.RECON_STYLES)
+@pytest.mark.parametrize('style', vision.RECON_STYLES)
 def test_each_fill_conditions_on_visible_and_filled_only(style):
     seqs = random_sequences()
-    order = ve.fill_order([0, 1, 2], N_PATCHES, 0.5, seed=3)
+    order = vision.fill_order([0, 1, 2], N_PATCHES, 0.5, seed=3)
     if style == 'causal':
         order = order.sort(dim=1).values
     for step in range(order.shape[1]):
-        batch = ve.fill_step_batch(seqs, order, step, style)
+        batch = vision.fill_step_batch(seqs, order, step, style)
         assert torch.equal(target_positions(batch)[:, 0], order[:, step])
         for b, (row,) in enumerate(conditioning_sets(batch)):
             target = int(order[b, step])
@@ -61,17 +61,17 @@ def test_each_fill_conditions_on_visible_and_filled_only(style):
                                             ('causal', False)])
 def test_reconstruction_never_reads_masked_truth(style, norm_pix):
     model, seqs = random_model(), random_sequences()
-    order = ve.fill_order([0, 1, 2], N_PATCHES, 0.25, seed=1)
-    filled = ve.reconstruct(model, seqs, order, style, norm_pix)
+    order = vision.fill_order([0, 1, 2], N_PATCHES, 0.25, seed=1)
+    filled = vision.reconstruct(model, seqs, order, style, norm_pix)
     rows = torch.arange(3)[:, None]
     assert torch.equal(filled[:, 1:][~ve_masked(order)], seqs[:, 1:][~ve_masked(order)])  # visible ones kept
     assert bool(((filled[rows, order] >= 0) & (filled[rows, order] <= 1)).all())
     perturbed = seqs.clone()
     perturbed[rows, order] = torch.rand(perturbed[rows, order].shape, generator=torch.Generator().manual_seed(9))
-    assert torch.equal(ve.reconstruct(model, perturbed, order, style, norm_pix), filled)
+    assert torch.equal(vision.reconstruct(model, perturbed, order, style, norm_pix), filled)
     visible_changed = seqs.clone()
     visible_changed[:, 1:][~ve_masked(order)] += 0.3  # the test can see a dependence when there is one
-    moved = ve.reconstruct(model, visible_changed, order, style, norm_pix)[rows, order] - filled[rows, order]
+    moved = vision.reconstruct(model, visible_changed, order, style, norm_pix)[rows, order] - filled[rows, order]
     assert moved.abs().max() > 1e-3
 
 
@@ -86,8 +86,8 @@ def test_reconstruction_equals_dropping_the_hidden_rows(style):
     """Masks vs a reference that feeds only the conditioning patches: the k-th fill is predicted from CLS, the
     visible patches and the k - 1 earlier fills, nothing else in the sequence at all."""
     model, seqs = random_model(1), random_sequences(2, seed=1)
-    order = ve.fill_order([5, 6], N_PATCHES, 0.25, seed=2)
-    filled = ve.reconstruct(model, seqs, order, style)
+    order = vision.fill_order([5, 6], N_PATCHES, 0.25, seed=2)
+    filled = vision.reconstruct(model, seqs, order, style)
     for b in range(2):
         current = seqs[b].clone()
         masked = set(order[b].tolist())
@@ -106,18 +106,18 @@ def test_mean_fill_and_masked_l2():
     seqs = torch.zeros(1, 5, 2)
     seqs[0, 1:] = torch.tensor([[0.0, 1.0], [0.5, 0.5], [1.0, 1.0], [0.2, 0.4]])
     order = torch.tensor([[3, 4]])
-    baseline = ve.mean_fill(seqs, order)
+    baseline = vision.mean_fill(seqs, order)
     assert torch.allclose(baseline[0, 3:], torch.full((2, 2), 0.5))  # the mean of visible pixels 0, 1, .5, .5
     assert torch.equal(baseline[0, :3], seqs[0, :3])
     expected = ((0.5 - 1.0) ** 2 * 2 + (0.5 - 0.2) ** 2 + (0.5 - 0.4) ** 2) / 4
-    assert torch.allclose(ve.masked_l2(baseline, seqs, order), torch.tensor([expected]))
+    assert torch.allclose(vision.masked_l2(baseline, seqs, order), torch.tensor([expected]))
 
 
 def test_save_grid_writes_three_columns(tmp_path):
     seqs = random_sequences(2)
-    order = ve.fill_order([0, 1], N_PATCHES, 0.25, seed=0)
+    order = vision.fill_order([0, 1], N_PATCHES, 0.25, seed=0)
     path = str(tmp_path / 'grid.png')
-    ve.save_grid(path, seqs, seqs, order, 7, 1, scale=1)
+    vision.save_grid(path, seqs, seqs, order, 7, 1, scale=1)
     from PIL import Image
     with Image.open(path) as image:
         assert image.size == (3 * 28 + 4 * 2, 2 * 28 + 3 * 2)
@@ -149,7 +149,7 @@ def test_probe_groups_keep_the_pretraining_mask_in_raster_order():
     after = model.features(changed, positions, groups.expand(2, -1))
     assert torch.allclose(before[:, :-1], after[:, :-1], atol=1e-6) and not torch.allclose(before[:, -1], after[:, -1])
     with pytest.raises(ValueError, match="pooling='cls'"):
-        ve.check_pool('cls', groups)
+        vision.check_pool('cls', groups)
 
 
 def test_linear_probe_whitens_and_separates():
@@ -161,19 +161,19 @@ def test_linear_probe_whitens_and_separates():
     threads = torch.get_num_threads()
     torch.set_num_threads(2)
     try:  # the fit runs on one thread and gives the caller's thread count back
-        probe = ve.train_linear_probe(features, labels, 3, epochs=10, batch_size=64, learning_rate=0.1, seed=0)
+        probe = vision.train_linear_probe(features, labels, 3, epochs=10, batch_size=64, learning_rate=0.1, seed=0)
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(threads)
     assert probe.norm.weight is None and probe.norm.bias is None  # BatchNorm without affine
     assert torch.allclose(probe.norm.running_mean, features.mean(dim=0), rtol=1e-2)
-    assert ve.accuracy(probe(features), labels) > 0.95
+    assert vision.accuracy(probe(features), labels) > 0.95
 
 
 def test_finetune_parts():
     model = random_model()
-    classifier = ve.Classifier(model, 10)
-    groups = ve.layer_decay_groups(classifier, weight_decay=0.05, layer_decay=0.5)
+    classifier = vision.ImageClassifier(model, 10)
+    groups = vision.layer_decay_groups(classifier, weight_decay=0.05, layer_decay=0.5)
     grouped = [p for group in groups for p in group['params']]
     trainable = [p for p in classifier.parameters() if p.requires_grad]
     assert len(grouped) == len(trainable) == len({id(p) for p in grouped})
@@ -185,14 +185,14 @@ def test_finetune_parts():
     assert all(group['weight_decay'] == 0 for group in groups if any(p.dim() < 2 for p in group['params']))
     logits = classifier(random_sequences(2))
     assert logits.shape == (2, 10)
-    targets = ve.soft_targets(torch.tensor([3, 7]), 10, 0.1)
+    targets = vision.soft_targets(torch.tensor([3, 7]), 10, 0.1)
     assert torch.allclose(targets.sum(dim=1), torch.ones(2)) and targets[0, 3] == pytest.approx(0.91)
     # soft cross-entropy = hard cross-entropy with label smoothing
     expected = torch.nn.functional.cross_entropy(logits, torch.tensor([3, 7]), label_smoothing=0.1)
-    assert torch.allclose(ve.soft_cross_entropy(logits, targets), expected, atol=1e-6)
+    assert torch.allclose(vision.soft_cross_entropy(logits, targets), expected, atol=1e-6)
     import numpy as np
     pixels = torch.rand(2, 3)
-    mixed, mixed_targets = ve.mixup(pixels, targets, 0.8, np.random.default_rng(0))
+    mixed, mixed_targets = vision.mixup(pixels, targets, 0.8, np.random.default_rng(0))
     lam = float((mixed[0] - pixels[1]).sum() / (pixels[0] - pixels[1]).sum())
     assert 0 <= lam <= 1 and torch.allclose(mixed_targets, lam * targets + (1 - lam) * targets.flip(0), atol=1e-5)
 
@@ -208,7 +208,8 @@ def test_bad_input_is_one_line(tmp_path):
     grey, _ = make_checkpoint(tmp_path / 'grey.pt', objective='dar', input_kind='patches')
     one_error_line(run_script('eval_vision.py', f'--ckpt={grey}', f"--dataset=imagefolder:{tmp_path / 'rgb'}"),
                    'eval_vision.py: error: ', '3-channel', '1-channel', '--dataset')
-    one_error_line(run_script('eval_vision.py', f'--ckpt={grey}', '--image_size=32'), 'trained at 28 px', '--image_size')
+    one_error_line(run_script('eval_vision.py', f'--ckpt={grey}', '--image_size=32'), 'trained at 28 px',
+                   '--image_size')
 
 
 @pytest.fixture(scope='module')

@@ -114,7 +114,7 @@ def accuracy(logits, labels):
 # -----------------------------------------------------------------------------
 # fine-tuning: every weight trained, every mask dropped, soft targets
 
-class Classifier(nn.Module):
+class ImageClassifier(nn.Module):
     """The pretrained trunk with all groups 0 (no mask: GVP drops it "for a larger receptive field"), then
     pooling, a fresh LayerNorm (MAE's fc_norm: a mean of normalised rows is no longer normalised) and a linear
     head. The inputs only pretraining reads are frozen, so DDP sees no unused trainable parameter."""

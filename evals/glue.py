@@ -19,7 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from configurator import UsageError
-from model import PAD_GROUP
+from objectives import PAD_GROUP
 
 SEPARATOR = 50256  # GPT-2 <|endoftext|>, the same id as BOS (the default of join_pair)
 STYLES = ('causal', 'bidirectional')
@@ -107,7 +107,9 @@ def length_batches(lengths, batch_size):
 # the fine-tuned network: pretrained trunk + dropout + linear head
 
 
-class Classifier(nn.Module):
+class TextClassifier(nn.Module):
+    """The pretrained trunk under its pretraining attention, pooled, dropout, then a linear head: one output per
+    class, or one score (STS-B)."""
 
     def __init__(self, model, n_outputs, pooling, dropout=0.0):
         super().__init__()
