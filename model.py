@@ -9,7 +9,8 @@ Both streams share every weight; keys and values come from the content stream on
 under the content rows turns the pair into ONE attention call per layer with a single rule,
   row i sees key j  iff  key_group[j] <= row_limit[i],
 where row_limit is the content group for content rows and (query group - 1) for query rows (integer groups).
-One-stream GPT is content groups 0,1,2,...; one-stream BERT is every group 0; padding gets PAD_GROUP.
+One-stream GPT is content groups 0,1,2,...; one-stream BERT is every group 0. A padding row carries a group above
+every real one (objectives.PAD_GROUP): no real row sees it, and it sees every row, so no attention row is empty.
 """
 import math
 from dataclasses import dataclass
@@ -19,8 +20,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from configurator import UsageError
-
-PAD_GROUP = 2 ** 30  # padding rows: no real row ever sees them (and they see everything, so no row is empty)
 
 # -----------------------------------------------------------------------------
 # configuration
@@ -324,11 +323,9 @@ class Transformer(nn.Module):
     def loss(self, preds, targets, valid, per_sequence=False):
         """Token cross-entropy or per-patch pixel MSE (MAE-normalised or not), averaged over all valid targets, or
         (per_sequence: MDLM's ELBO, every sequence alike) over each sequence's own, then over the sequences."""
-        if self.config.input_kind == 'tokens':  # the plain mean as one call: the same bits as every recorded run
+        if self.config.input_kind == 'tokens':  # ignore_index: padded rows' targets are any id, left out as 0
             per_target = F.cross_entropy(preds.float().flatten(0, 1), targets.masked_fill(~valid, -100).flatten(),
-                                         ignore_index=-100, reduction='none' if per_sequence else 'mean')
-            if not per_sequence:
-                return per_target
+                                         ignore_index=-100, reduction='none')
         else:
             if self.config.norm_pix_loss:
                 mean, var = targets.mean(dim=-1, keepdim=True), targets.var(dim=-1, keepdim=True)

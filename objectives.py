@@ -21,7 +21,7 @@ import torch
 
 from configurator import UsageError
 
-PAD_GROUP = 2 ** 30  # the same constant as model.PAD_GROUP (the two files import neither each other)
+PAD_GROUP = 2 ** 30  # padding rows: above every real group, so no real row sees them (model.py's rule)
 
 # -----------------------------------------------------------------------------
 # the one batch schema: what model(**batch) takes
@@ -68,7 +68,8 @@ def dar_sizes(B, L, t, generator):
     return torch.cat([torch.zeros(B, 1, dtype=torch.long), first, torch.full((B, L), t)], dim=1)
 
 def gvp_sizes(B, L, n_groups, segmentation, generator):
-    """GVP Sec. 3.2 / App. B: boundaries n_0 < ... < n_K = L; G_0 = the first n_0 visited positions (never predicted)."""
+    """GVP Sec. 3.2 / App. B: boundaries n_0 < ... < n_K = L; G_0 = the first n_0 visited positions (never
+    predicted)."""
     K = n_groups
     if segmentation == 'fixed':
         bounds = torch.tensor([(i + 1) * L // (K + 1) for i in range(K)] + [L]).expand(B, K + 1)
@@ -162,8 +163,8 @@ def two_stream_batch(x, groups, content_all=True, widths=(None, None), per_seque
     # a padded query row gets group 1: it sees group 0 (BOS at least), so its attention row is never empty (an
     # empty row is NaN); its loss is masked out by valid, and no row ever attends to a query row
     query_groups = torch.gather(full_groups, 1, query_pos).masked_fill(~query_valid, 1)
-    return model_batch(gather_positions(x, content_pos), content_pos, content_groups, gather_positions(x, query_pos), query_valid,
-                       query_pos=query_pos, query_groups=query_groups, per_sequence=per_sequence)
+    return model_batch(gather_positions(x, content_pos), content_pos, content_groups, gather_positions(x, query_pos),
+                       query_valid, query_pos=query_pos, query_groups=query_groups, per_sequence=per_sequence)
 
 def causal_batch(x):
     """One-stream GPT: output at position i predicts position i+1 from positions 0..i."""
@@ -304,7 +305,8 @@ class Objective:
         # right); any other sequential kind, ar along a random order (XLNet) included, needs the query stream
         needs_two = not self.kind.masked and not (self.kind.causal and not self.random_order)
         if needs_two and self.two_stream is False:
-            raise UsageError(f"{self.name} needs the two-stream model (a target must not see itself): set two_stream=True")
+            raise UsageError(f"{self.name} needs the two-stream model (a target must not see itself): "
+                             f"set two_stream=True")
         object.__setattr__(self, 'two_stream', needs_two or bool(self.two_stream))
 
     @classmethod
@@ -428,7 +430,8 @@ def mask_picture(batch, b=0):
 if __name__ == '__main__':
     x = torch.arange(7)[None]  # BOS + 6 tokens; which tokens does not matter, only positions and groups
     for settings in [dict(name='ar'), dict(name='dar', t=2), dict(name='mlm', mask_ratio=0.34),
-                     dict(name='vm', two_stream=True), dict(name='mdlm', two_stream=True), dict(name='gvp', n_groups=3)]:
+                     dict(name='vm', two_stream=True), dict(name='mdlm', two_stream=True),
+                     dict(name='gvp', n_groups=3)]:
         objective = Objective(**settings).check(7)
         print(f"{objective.label}   (columns: positions B 1..6; '#' = may attend)")
         print('\n'.join(mask_picture(objective.batch(x, torch.Generator().manual_seed(0)))) + '\n')

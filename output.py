@@ -224,7 +224,8 @@ def line_plot(path, series, title='', xlabel='', ylabel='', logx=False, logy=Fal
     left, right, top, bottom = 80, 20, 30 + 12 * max(1, len(title_lines)), 56
 
     def to_px(x, y):
-        return (left + (x - x0) / (x1 - x0) * (W - left - right), H - bottom - (y - y0) / (y1 - y0) * (H - top - bottom))
+        return (left + (x - x0) / (x1 - x0) * (W - left - right),
+                H - bottom - (y - y0) / (y1 - y0) * (H - top - bottom))
     draw.rectangle([left, top, W - right, H - bottom], outline='black')
     for tick, label in axis_ticks(x0, x1, logx):
         px, _ = to_px(tick, y0)

@@ -7,7 +7,8 @@ A masked model gives q(x_i | x_V) for every masked position i and visible set V.
 uniform sigma. By Jensen, -log mixture(x) <= the order average of -log q_sigma(x), which therefore bounds the
 mixture's NLL from above and is comparable with ar's exact left-to-right NLL. Grouping the order average by how many
 positions are still hidden (MDLM, Sahoo et al. 2024, Eq. 10 in discrete time):
-    bound(x) = sum_k E_sigma[-log q(x_sigma(k) | x_sigma(<k))] = L * E_m E_{M : |M| = m} [mean_{i in M} -log q(x_i | x_{not M})]
+    bound(x) = sum_k E_sigma[-log q(x_sigma(k) | x_sigma(<k))]
+             = L * E_m E_{M : |M| = m} [mean_{i in M} -log q(x_i | x_{not M})]
 with m uniform on 1..L and the masked set M uniform given m. Position 0 (BOS) is always visible and never masked.
 
 The maths takes a callable, so the tests check it on exact conditionals without a Transformer:

@@ -6,8 +6,8 @@ from checkpoint import load_checkpoint, save_checkpoint
 from conditioning import conditioning_sets, target_positions
 from conftest import needs_compiler, random_tokens
 from devices import open_pairs
-from model import PAD_GROUP, ModelConfig, Transformer, dense_mask, patchify, unpatchify
-from objectives import Objective, groups_from_sizes
+from model import ModelConfig, Transformer, dense_mask, patchify, unpatchify
+from objectives import PAD_GROUP, Objective, groups_from_sizes
 
 S = 11
 OBJECTIVES = [
