@@ -7,14 +7,14 @@ import glob
 import json
 import math
 import os
+import re
 import sys
 
 import numpy as np
 
-from output import line_plot
 from experiments.data_constrained import registered
 from experiments.stats import mean_std, paired_t_test, sign_test_p
-from output import atomic_write
+from output import atomic_write, line_plot
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'rope_pilot.sh')
 ARMS = {'ar': 'ar', 'dar': 'dar t=2', 'mlm': 'mlm 0.15', 'vm': 'vm [0.15, 0.3]', 'vm2s': 'vm two-stream',
@@ -27,12 +27,15 @@ SEEDS = (1337, 1338, 1339)  # as registered: the rule is judged on these, and on
 # runs
 
 def load(record):
-    """{(arm, pos): {seed: (steps, held-out loss)}} for every finished log (its last evaluation at the budget)."""
+    """{(arm, pos): {seed: (steps, held-out loss)}} for every finished log (its last evaluation at the budget).
+    Every run is read on the recipe's grid of evaluations: a run stopped by a signal and resumed also logged an
+    evaluation where it stopped, which is left out (it is off the grid)."""
     settings = json.load(open(os.path.join(record, 'settings.json')))
+    interval = int(re.search(r'--eval_interval=(\d+)', settings['recipe']).group(1))
     runs = {}
     for path in sorted(glob.glob(os.path.join(record, 'runs', '*', '*', '*', 'log.jsonl'))):
         arm, pos, seed = path.split(os.sep)[-4:-1]
-        rows = [row for row in map(json.loads, open(path)) if 'val_loss' in row]  # evaluation lines only
+        rows = [row for row in map(json.loads, open(path)) if 'val_loss' in row and row['iter'] % interval == 0]
         if rows and rows[-1]['iter'] == settings['steps']:
             runs.setdefault((arm, pos), {})[int(seed)] = (np.array([r['iter'] for r in rows]),
                                                           np.array([r['val_loss'] for r in rows]))

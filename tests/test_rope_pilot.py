@@ -34,7 +34,7 @@ def curve(exit_step, end):
 def write_record(root, exits, ends):
     """exits / ends: {(arm, pos): value for every seed, or a list by seed}."""
     os.makedirs(root, exist_ok=True)
-    json.dump(dict(steps=600, recipe='--test', floors=dict(unigram=UNIGRAM, bigram=BIGRAM)),
+    json.dump(dict(steps=600, recipe='--max_iters=600 --eval_interval=50', floors=dict(unigram=UNIGRAM, bigram=BIGRAM)),
               open(os.path.join(root, 'settings.json'), 'w'))
     for arm in rp.ARMS:
         for pos in rp.POSITIONS:
@@ -89,3 +89,14 @@ def test_an_incomplete_record_is_not_judged(tmp_path):
     for seed in SEEDS:
         os.remove(tmp_path / 'runs' / 'vm2s' / 'rope' / str(seed) / 'log.jsonl')
     assert 'not judged' in verdict(rp.report(str(tmp_path)))
+
+
+def test_an_evaluation_where_an_interrupted_run_stopped_is_left_out(tmp_path):
+    """A run stopped by a signal at step 24 and resumed logged an evaluation there: off the recipe's grid of every
+    50 steps, so it can neither be the plateau exit nor break the mean curve over seeds."""
+    write_record(tmp_path, {}, {})
+    log = tmp_path / 'runs' / 'mlm' / 'rope' / '1338' / 'log.jsonl'
+    log.write_text(json.dumps(dict(iter=24, val_loss=1.0)) + '\n' + log.read_text())
+    settings, runs = rp.load(str(tmp_path))
+    steps, loss = runs['mlm', 'rope'][1338]
+    assert steps.tolist() == STEPS.tolist() and 1.0 not in loss.tolist()
