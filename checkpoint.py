@@ -1,6 +1,7 @@
 """
 Checkpoints that survive a crash: written through output.atomic_write (a temporary file, then a rename), read back
-with weights_only=True, with one line naming the fix when one is wrong.
+with weights_only=True, with one line naming the fix when one is wrong. Pretrained is how every evaluation script
+(eval_ppl, eval_glue, eval_vision, sample, theory) opens one.
 """
 import os
 from dataclasses import fields
@@ -9,6 +10,7 @@ import torch
 
 from configurator import UsageError
 from model import ModelConfig, Transformer
+from objectives import Objective
 from output import atomic_write
 
 
@@ -57,3 +59,31 @@ def load_checkpoint(path, device='cpu', **overrides):
         first = str(err).strip().splitlines()[0]
         raise UsageError(f"{path} does not fit its own model_config ({first})") from None
     return model.to(device).eval(), ckpt
+
+# -----------------------------------------------------------------------------
+# a pretrained checkpoint, as an evaluation script reads it
+
+MODEL_KINDS = {'tokens': ('a text model', 'text'), 'patches': ('an image model', 'image')}  # by input_kind
+
+
+class Pretrained:
+    """A checkpoint train.py wrote, checked where it enters a script: its model settings (a ModelConfig), the
+    objective it was pretrained with (the batches, attention and prefix reading it implies) and its training config
+    are read at once, so a wrong checkpoint stops before any work; its weights load on demand, one model at a time."""
+
+    def __init__(self, path, input_kind):
+        checkpoint = read_checkpoint(path)
+        self.path = path
+        self.model_config = model_config_from(checkpoint, path)
+        self.objective = Objective.from_checkpoint(checkpoint, path)
+        self.train_config = checkpoint.get('config', {})
+        found = self.model_config.input_kind
+        if found != input_kind:
+            (found_model, _), (wanted_model, wanted) = MODEL_KINDS[found], MODEL_KINDS[input_kind]
+            raise UsageError(f"{path} is {found_model} (input_kind={found!r}), not {wanted_model}: this script "
+                             f"reads {wanted} checkpoints only (train.py with input_kind={input_kind!r})")
+
+    def model(self, device='cpu', **overrides):
+        """-> the model in eval mode on device. overrides: ModelConfig fields, e.g. attn_backend, or dropout for
+        fine-tuning."""
+        return load_checkpoint(self.path, device, **overrides)[0]

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from checkpoint import load_checkpoint, read_checkpoint
+from checkpoint import Pretrained
 from output import atomic_write, claim_out_dir, progress as progress_bar, write_csv
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import glue_tasks
@@ -27,7 +27,6 @@ from devices import pick_attn_backend, setup_processes
 from evals.glue import (STYLES, TextClassifier, encode_rows, fit_least_squares, fit_logistic, join_pair,
                         length_batches, pad_batch, resolve_pooling, standardize, task_loss, to_predictions)
 from model import lr_at
-from objectives import Objective
 
 # -----------------------------------------------------------------------------
 # default config: Cramming's "sane" fine-tuning recipe on the eight GLUE tasks of the average
@@ -127,17 +126,14 @@ def examples(task, split, info):
 
 # -----------------------------------------------------------------------------
 # checkpoints: how each one attends and pools
+pretrained = [Pretrained(path, 'tokens') for path in ckpt]
 models = []
-for path in ckpt:
-    saved = read_checkpoint(path)
-    if saved['model_config'].get('input_kind', 'tokens') != 'tokens':
-        raise UsageError(f"{path} is an image model: eval_glue.py needs a text checkpoint (input_kind='tokens')")
-    pretraining = Objective.from_checkpoint(saved, path)
-    style = pretraining.attention if attention == 'auto' else attention  # how the content stream saw text
-    models.append(dict(path=path, objective=pretraining.name, style=style, pooling=resolve_pooling(pooling, style),
-                       length_cap=min(max_len, saved['model_config']['block_size']),
-                       tokenizer=saved['model_config'].get('tokenizer', 'gpt2')))
-    del saved
+for checkpoint in pretrained:
+    style = checkpoint.objective.attention if attention == 'auto' else attention  # how the content stream saw text
+    models.append(dict(path=checkpoint.path, objective=checkpoint.objective.name, style=style,
+                       pooling=resolve_pooling(pooling, style),
+                       length_cap=min(max_len, checkpoint.model_config.block_size),
+                       tokenizer=checkpoint.model_config.tokenizer))
 if master:  # every input is good: claim out_dir before any fine-tuning (the writing rank only)
     claim_out_dir(out_dir, [f"glue_{mode}{suffix}" for suffix in ('.md', '.csv', '.json')], overwrite)
 
@@ -171,11 +167,11 @@ def score(task, dev_predictions):
         kept[key] = predictions.tolist()
     return results, kept
 
-def finetune(info, task, seed, bar):
+def finetune(info, checkpoint, task, seed, bar):
     spec = glue_tasks.get_task(task)
     n_outputs = 1 if spec.is_regression else len(spec.labels)
     torch.manual_seed(seed)  # head init and dropout
-    model, _ = load_checkpoint(info['path'], device, attn_backend=attn_backend, dropout=dropout)
+    model = checkpoint.model(device, attn_backend=attn_backend, dropout=dropout)
     network = TextClassifier(model, n_outputs, info['pooling'], dropout).to(device)
     sequences, labels = examples(task, 'train', info)
     optimizer = torch.optim.AdamW(network.parameters(), lr=learning_rate, betas=(beta1, beta2),
@@ -211,10 +207,10 @@ def finetune(info, task, seed, bar):
                       dev_labels)
     return score(task, dev)
 
-def linear_probe(info, task):
+def linear_probe(info, checkpoint, task):
     """Features of the frozen trunk (its pretraining attention), standardised; logistic or ridge regression."""
     spec = glue_tasks.get_task(task)
-    model, _ = load_checkpoint(info['path'], device, attn_backend=attn_backend)
+    model = checkpoint.model(device, attn_backend=attn_backend)
     network = TextClassifier(model, 1, info['pooling']).to(device)
     splits = ('train',) + spec.dev_splits
     data = {split: examples(task, split, info) for split in splits}
@@ -254,9 +250,9 @@ for c, task, seed in my_jobs:
     info = models[c]
     t0 = time.time()
     if mode == 'finetune':
-        results, kept = finetune(info, task, seed, bar)
+        results, kept = finetune(info, pretrained[c], task, seed, bar)
     else:
-        results, kept = linear_probe(info, task)
+        results, kept = linear_probe(info, pretrained[c], task)
         bar.update(1)
     record = dict(ckpt=c, task=task, seed=seed, results=results, seconds=time.time() - t0,
                   n_train=len(rows[task, 'train']))

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from checkpoint import load_checkpoint, read_checkpoint
+from checkpoint import Pretrained
 from output import atomic_write, claim_out_dir, line_plot, progress as progress_bar
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, load_tokens
@@ -35,7 +35,6 @@ from devices import pick_attn_backend, setup_processes
 from evals.any_order import DEFAULT_PASSES, bound_summary, score_bound
 from evals.ppl import (BERT_FUTURES, DEFAULT_BUCKETS, NgramBaselines, bucket_name, bucket_table, check_buckets,
                        gather_windows, perplexity, score_windows, window_starts)
-from objectives import Objective
 
 # -----------------------------------------------------------------------------
 # default config
@@ -87,13 +86,10 @@ if reading not in ('prefix', 'elbo'):
                      f"bound of masked checkpoints), got {reading!r}: e.g. --reading=elbo")
 if bert_future not in BERT_FUTURES:
     raise UsageError(f"bert_future must be 'invisible' or 'mask', got {bert_future!r}: e.g. --bert_future=mask")
+pretrained = [Pretrained(path, 'tokens') for path in ckpt]
 runs = []
-for i, path in enumerate(ckpt):
-    checkpoint = read_checkpoint(path)
-    model_config, pretraining = checkpoint['model_config'], Objective.from_checkpoint(checkpoint, path)
-    if model_config.get('input_kind', 'tokens') != 'tokens':
-        raise UsageError(f"{path} is an image model (input_kind={model_config['input_kind']!r}), not a text model: "
-                         "eval_ppl.py scores token checkpoints only")
+for i, (path, checkpoint) in enumerate(zip(ckpt, pretrained)):
+    model_config, pretraining = checkpoint.model_config, checkpoint.objective
     label = names[i] if names else os.path.basename(os.path.dirname(os.path.abspath(path)))
     style = pretraining.prefix_style
     # the bound needs only "masked" and the stream layout, never the objective's name (mlm, vm, mdlm, ...)
@@ -102,10 +98,9 @@ for i, path in enumerate(ckpt):
                      reading='any-order bound' if bound else 'left-to-right' if reading == 'elbo' else 'prefix',
                      two_stream=pretraining.two_stream,
                      bert_future=bert_future if style == 'bert' and not bound else None,  # no such choice elsewhere
-                     mask_ratio=pretraining.mask_ratio, t=pretraining.t, tokenizer=model_config.get('tokenizer', 'gpt2'),
-                     train_dataset=checkpoint.get('config', {}).get('dataset', ''),
-                     vocab_size=model_config['vocab_size'], block_size=model_config['block_size']))
-    del checkpoint
+                     mask_ratio=pretraining.mask_ratio, t=pretraining.t, tokenizer=model_config.tokenizer,
+                     train_dataset=checkpoint.train_config.get('dataset', ''),
+                     vocab_size=model_config.vocab_size, block_size=model_config.block_size))
 tokenizer = runs[0]['tokenizer']
 if any(run['tokenizer'] != tokenizer for run in runs):
     raise UsageError("the checkpoints read different tokens (" + ', '.join(f"{run['name']}: {run['tokenizer']}"
@@ -173,8 +168,8 @@ def scores(nll_sum_by_k, count_by_k):
                 buckets=bucket_table(nll_sum_by_k, count_by_k, buckets), nll_sum_by_k=nll_sum_by_k.tolist(),
                 count_by_k=count_by_k.tolist())
 
-for number, run in enumerate(runs, 1):
-    model, _ = load_checkpoint(run['path'], device, attn_backend=attn_backend)
+for number, (run, checkpoint) in enumerate(zip(runs, pretrained), 1):
+    model = checkpoint.model(device, attn_backend=attn_backend)
     nll_sum_by_k = np.zeros(block_size - 1, dtype=np.float64)
     count_by_k = np.zeros(block_size - 1, dtype=np.int64)
     window_nll = []  # reading=elbo: nats per token of each window

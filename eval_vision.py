@@ -34,7 +34,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from checkpoint import load_checkpoint, read_checkpoint
+from checkpoint import Pretrained
 from output import atomic_write, claim_out_dir, progress as progress_bar
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.images import load_images
@@ -44,7 +44,6 @@ from evals.vision import (ImageClassifier, accuracy, check_pool, encode, fill_or
                           mean_fill, mixup, reconstruct, save_grid, soft_cross_entropy, soft_targets, to_sequence,
                           train_linear_probe)
 from model import lr_at, unpatchify
-from objectives import Objective
 
 # -----------------------------------------------------------------------------
 # default config: the MAE linear-probe protocol
@@ -110,30 +109,24 @@ if names and len(names) != len(ckpt):
 image_sets = {}
 runs = []
 for i, path in enumerate(ckpt):
-    checkpoint = read_checkpoint(path)
-    model_config, train_config = checkpoint['model_config'], checkpoint.get('config', {})
-    pretraining = Objective.from_checkpoint(checkpoint, path)
-    del checkpoint
-    if model_config.get('input_kind') != 'patches':
-        raise UsageError(f"{path} is a text model (input_kind={model_config.get('input_kind')!r}): eval_vision.py "
-                         "needs a checkpoint trained on image patches (train.py with input_kind='patches')")
-    if image_size and image_size != model_config['image_size']:
-        raise UsageError(f"image_size={image_size} but {path} was trained at {model_config['image_size']} px: its "
+    checkpoint = Pretrained(path, 'patches')
+    model_config = checkpoint.model_config
+    if image_size and image_size != model_config.image_size:
+        raise UsageError(f"image_size={image_size} but {path} was trained at {model_config.image_size} px: its "
                          f"position table fixes the size; drop --image_size (images are resized to the checkpoint's)")
-    data_name = dataset or train_config.get('dataset', '')
+    data_name = dataset or checkpoint.train_config.get('dataset', '')
     if not data_name:
         raise UsageError(f"{path} does not say which data set it was trained on: pass --dataset=...")
     for split in ('train', 'val') if task != 'recon' else ('val',):
         if (data_name, split) not in image_sets:
             image_sets[data_name, split] = load_images(data_name, split)
     channels = image_sets[data_name, 'val'].channels
-    if channels != model_config['channels']:
+    if channels != model_config.channels:
         raise UsageError(f"{data_name} has {channels}-channel images but {path} was trained on "
-                         f"{model_config['channels']}-channel ones: evaluate it on a data set like its own "
+                         f"{model_config.channels}-channel ones: evaluate it on a data set like its own "
                          "(--dataset=...)")
     label = names[i] if names else os.path.basename(os.path.dirname(os.path.abspath(path)))
-    runs.append(dict(path=path, name=label, train_config=train_config, model_config=model_config, data=data_name,
-                     objective=pretraining))
+    runs.append(dict(path=path, name=label, checkpoint=checkpoint, data=data_name))
 if len({run['name'] for run in runs}) < len(runs):  # e.g. ckpt_best.pt and ckpt_last.pt of one out_dir
     for run in runs:
         run['name'] = run['path']
@@ -155,10 +148,10 @@ def subset(n, limit, salt):
 
 def sequences(run, image_set, indices, generator=None, train=False):
     """(model-ready sequences on device, labels on device) for these image indices."""
-    cfg = run['model_config']
-    flip = bool(run['train_config'].get('flip', image_set.flip))
-    pixels, labels = image_set.batch(indices, cfg['image_size'], generator, augment=train and augment, flip=flip)
-    return to_sequence(pixels, cfg['patch_size']).to(device), labels.to(device)
+    cfg = run['checkpoint'].model_config
+    flip = bool(run['checkpoint'].train_config.get('flip', image_set.flip))
+    pixels, labels = image_set.batch(indices, cfg.image_size, generator, augment=train and augment, flip=flip)
+    return to_sequence(pixels, cfg.patch_size).to(device), labels.to(device)
 
 
 def gather(items):
@@ -194,9 +187,11 @@ def encode_split(run, model, split, groups, limit, salt):
 
 
 def linprobe(run, model):
-    n_patches = (run['model_config']['image_size'] // run['model_config']['patch_size']) ** 2
+    cfg = run['checkpoint'].model_config
+    n_patches = (cfg.image_size // cfg.patch_size) ** 2
     # keep_mask: the pretraining mask in raster order (GVP keeps it at linear probing); else none
-    groups = run['objective'].probe_groups(n_patches) if keep_mask else torch.zeros(n_patches + 1, dtype=torch.long)
+    groups = run['checkpoint'].objective.probe_groups(n_patches) if keep_mask else \
+        torch.zeros(n_patches + 1, dtype=torch.long)
     check_pool(pooling, groups)
     train_x, train_y = encode_split(run, model, 'train', groups, train_subset, 1)
     val_x, val_y = encode_split(run, model, 'val', groups, val_subset, 2)
@@ -264,10 +259,10 @@ def finetune(run, model):
 # reconstruction, one patch at a time
 
 def recon(run, model, lpips):
-    cfg = run['model_config']
+    cfg = run['checkpoint'].model_config
     val_set = image_sets[run['data'], 'val']
-    style = run['objective'].prefix_style
-    n_patches = (cfg['image_size'] // cfg['patch_size']) ** 2
+    style = run['checkpoint'].objective.prefix_style
+    n_patches = (cfg.image_size // cfg.patch_size) ** 2
     ids = subset(len(val_set), val_subset, 2)
     ids = ids[torch.randperm(len(ids), generator=torch.Generator().manual_seed(seed))]  # a mix of classes in the grid
     scores, grid = [], None
@@ -275,7 +270,7 @@ def recon(run, model, lpips):
         seqs, _ = sequences(run, val_set, chunk)
         fill_positions = fill_order(chunk.tolist(), n_patches, recon_ratio, seed, recon_order).to(device)
         with autocast:
-            filled = reconstruct(model, seqs, fill_positions, style, norm_pix=cfg.get('norm_pix_loss', False))
+            filled = reconstruct(model, seqs, fill_positions, style, norm_pix=cfg.norm_pix_loss)
         baseline = mean_fill(seqs, fill_positions)
         pictures = [model_images(x, cfg) for x in (seqs, filled, baseline)]
         with torch.no_grad():
@@ -287,7 +282,7 @@ def recon(run, model, lpips):
     if not torch.isfinite(scores).all():
         raise UsageError(f"{run['path']} gives non-finite reconstructions: the checkpoint's weights are broken")
     if master and grid is not None:
-        save_grid(os.path.join(out_dir, grid_name(run)), *grid, cfg['patch_size'], cfg['channels'])
+        save_grid(os.path.join(out_dir, grid_name(run)), *grid, cfg.patch_size, cfg.channels)
     mean = scores.mean(dim=0).tolist()
     return dict(style=style, images=len(scores), l2=mean[0], lpips=mean[1], baseline_l2=mean[2],
                 baseline_lpips=mean[3])
@@ -299,7 +294,7 @@ def grid_name(run):
 
 def model_images(seqs, cfg):
     """Sequences back to images; upsampled (nearest) to the smallest side the LPIPS network takes."""
-    images = unpatchify(seqs[:, 1:].float(), cfg['patch_size'], cfg['channels'])
+    images = unpatchify(seqs[:, 1:].float(), cfg.patch_size, cfg.channels)
     if images.shape[-1] < MIN_SIDE[lpips_net]:
         factor = math.ceil(MIN_SIDE[lpips_net] / images.shape[-1])
         images = F.interpolate(images, scale_factor=factor, mode='nearest')
@@ -323,9 +318,9 @@ if master:
 rows = []
 for run in runs:
     t0 = time.time()
-    model, _ = load_checkpoint(run['path'], device, attn_backend=attn_backend)
+    model = run['checkpoint'].model(device, attn_backend=attn_backend)
     result = {'linprobe': linprobe, 'finetune': finetune, 'recon': lambda r, m: recon(r, m, lpips)}[task](run, model)
-    rows.append(dict(model=run['name'], objective=run['objective'].label, dataset=run['data'],
+    rows.append(dict(model=run['name'], objective=run['checkpoint'].objective.label, dataset=run['data'],
                      **result, seconds=time.time() - t0))
     del model
     if master:

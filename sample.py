@@ -25,13 +25,13 @@ import sys
 
 import torch
 
-from checkpoint import load_checkpoint, read_checkpoint
+from checkpoint import Pretrained
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, get_tokenizer
 from devices import pick_attn_backend, setup_processes
 from evals.any_order import model_log_probs, unmask
 from evals.ppl import BERT_FUTURES, ROW_STYLES, prefix_batch, take_rows
-from objectives import Objective, to_device
+from objectives import to_device
 
 # -----------------------------------------------------------------------------
 ckpt = ''                   # a text checkpoint written by train.py
@@ -61,11 +61,9 @@ if not ckpt:
 if bert_future not in BERT_FUTURES:
     raise UsageError(f"bert_future must be 'invisible' or 'mask', got {bert_future!r}")
 _, _, _, _, device, dtype, autocast = setup_processes(device, dtype)
-checkpoint = read_checkpoint(ckpt)
-if checkpoint['model_config'].get('input_kind', 'tokens') != 'tokens':
-    raise UsageError(f"{ckpt} is an image model: sample.py generates text (eval_vision.py task=recon fills patches)")
-pretraining = Objective.from_checkpoint(checkpoint, ckpt)
-del checkpoint
+attn_backend = pick_attn_backend(attn_backend, device)
+checkpoint = Pretrained(ckpt, 'tokens')
+pretraining = checkpoint.objective
 if order not in ('auto', 'left_to_right', 'random', 'confident'):
     raise UsageError(f"order must be 'left_to_right', 'random' or 'confident' (or 'auto'), got {order!r}")
 if order == 'auto':
@@ -73,7 +71,7 @@ if order == 'auto':
 if order != 'left_to_right' and not pretraining.kind.masked:
     raise UsageError(f"--order={order} unmasks a canvas, which needs a masked checkpoint; {ckpt} is "
                      f"{pretraining.label}: use --order=left_to_right")
-model, _ = load_checkpoint(ckpt, device, attn_backend=pick_attn_backend(attn_backend, device))
+model = checkpoint.model(device, attn_backend=attn_backend)
 tokenizer_name = model.config.tokenizer
 tokenizer = get_tokenizer(tokenizer_name)
 n_vocab, bos = TOKENIZERS[tokenizer_name]

@@ -210,6 +210,8 @@ def test_bad_input_is_one_line(tmp_path):
                    'eval_vision.py: error: ', '3-channel', '1-channel', '--dataset')
     one_error_line(run_script('eval_vision.py', f'--ckpt={grey}', '--image_size=32'), 'trained at 28 px',
                    '--image_size')
+    text, _ = make_checkpoint(tmp_path / 'text.pt', objective='ar')
+    one_error_line(run_script('eval_vision.py', f'--ckpt={text}'), 'is a text model', "input_kind='patches'")
 
 
 @pytest.fixture(scope='module')
