@@ -30,6 +30,7 @@ import torch.distributed as dist
 from checkpoint import Pretrained
 from output import atomic_write, claim_out_dir, line_plot, progress as progress_bar
 from configurator import UsageError, check_ranges, configure, one_line_errors
+from data import dataset_dir
 from data.text import TOKENIZERS, load_tokens
 from devices import pick_attn_backend, setup_processes
 from evals.any_order import DEFAULT_PASSES, bound_summary, score_bound
@@ -119,10 +120,7 @@ for run in runs:
 
 # -----------------------------------------------------------------------------
 # data: the same windows for every checkpoint
-def corpus_path(name):
-    return name if os.sep in name else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', name)
-
-data_dir = corpus_path(dataset)
+data_dir = dataset_dir(dataset)
 tokens = load_tokens(data_dir, split, tokenizer)  # a corpus of another tokenizer stops here, with the fix
 bos = TOKENIZERS[tokenizer][1]
 starts = window_starts(len(tokens), block_size, max_tokens)
@@ -142,10 +140,10 @@ baselines, baseline_from = None, baseline_dataset
 if baseline_dataset == 'auto':
     trained_on = {run['train_dataset'] for run in runs}
     baseline_from = trained_on.pop() if len(trained_on) == 1 else ''
-    if baseline_from and not os.path.exists(os.path.join(corpus_path(baseline_from), 'train.bin')):
+    if baseline_from and not os.path.exists(os.path.join(dataset_dir(baseline_from), 'train.bin')):
         baseline_from = ''  # trained elsewhere: no floor rather than a wrong one
 if baseline_from:
-    train_tokens = load_tokens(corpus_path(baseline_from), 'train', tokenizer)
+    train_tokens = load_tokens(dataset_dir(baseline_from), 'train', tokenizer)
     baselines = NgramBaselines(train_tokens[:20_000_000], TOKENIZERS[tokenizer][0])
 my_starts = starts[rank::world_size]  # this process's shard of the windows
 n_targets = len(starts) * (block_size - 1)

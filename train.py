@@ -134,8 +134,9 @@ if int(os.environ.get('RANK', 0)) == 0:  # overwrite: the old run is deleted onl
 # -----------------------------------------------------------------------------
 # data
 if input_kind == 'tokens':
+    from data import dataset_dir
     from data.text import TOKENIZERS, corpus_tokenizer, get_batch, load_tokens, model_vocab_size
-    data_dir = dataset if os.sep in dataset else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', dataset)
+    data_dir = dataset_dir(dataset)
     tokenizer = corpus_tokenizer(data_dir)  # meta.json says it; the checkpoint keeps it (ModelConfig.tokenizer)
     bos = TOKENIZERS[tokenizer][1]  # the ids below BOS are the text tokens (bert_replace draws from them)
     splits = {split: load_tokens(data_dir, split) for split in ('train', 'val')}

@@ -29,8 +29,9 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from output import atomic_write
 from configurator import UsageError
+from data import DATA_DIR, dataset_dir
+from output import atomic_write
 
 SPLITS = ('train', 'val')
 CROP_SCALE = (0.2, 1.0)            # MAE's RandomResizedCrop area range
@@ -384,7 +385,7 @@ def find_mnist_idx(folder, prefix, kind):
                      f"(train-/t10k-images-idx3-ubyte, train-/t10k-labels-idx1-ubyte, .gz or raw) in {folder}")
 
 
-def load_images(name, split, data_root='data'):
+def load_images(name, split, data_root=DATA_DIR):
     """The ImageSet for name in {'mnist5k', 'fmnist', 'mnist', 'imagefolder:<path>'} and split in SPLITS."""
     if name.startswith('imagefolder:'):
         root = name[len('imagefolder:'):]
@@ -394,10 +395,10 @@ def load_images(name, split, data_root='data'):
         return ImageSet(name, torch.tensor(labels, dtype=torch.long), class_names, channels=3,
                         image_size=FOLDER_IMAGE_SIZE, files=files, file_sizes=sizes, flip=True)
     if name in ('mnist5k', 'fmnist'):
-        images, labels, class_names = load_npz_split(os.path.join(data_root, name, f'{split}.npz'),
+        images, labels, class_names = load_npz_split(os.path.join(dataset_dir(name, data_root), f'{split}.npz'),
                                                      f'python data/{name}/prepare.py')
     elif name == 'mnist':
-        folder, prefix = os.path.join(data_root, 'mnist'), 'train' if split == 'train' else 't10k'
+        folder, prefix = dataset_dir('mnist', data_root), 'train' if split == 'train' else 't10k'
         images, labels = read_idx_pair(find_mnist_idx(folder, prefix, 'images-idx3'),
                                        find_mnist_idx(folder, prefix, 'labels-idx1'))
         class_names = DIGIT_NAMES

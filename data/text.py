@@ -31,15 +31,15 @@ import tiktoken
 import tiktoken.load
 import torch
 
-from output import atomic_write, progress as progress_lines
 from configurator import UsageError
+from data import DATA_DIR
+from output import atomic_write, progress as progress_lines
 
 BOS = 50256  # GPT-2 <|endoftext|>: conditioning token of every window and separator between documents
 VOCAB_SIZE = 50257
 # name -> (vocabulary size, BOS id). meta.json names a corpus's tokenizer, train.py copies it into the checkpoint
 # (ModelConfig.tokenizer), and every script reads it from there: nobody has to say it twice.
 TOKENIZERS = {"gpt2": (VOCAB_SIZE, BOS), "bytes": (257, 256)}
-DATA_DIR = Path(__file__).resolve().parent
 CACHE_DIR = DATA_DIR / "cache"
 
 # -----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from configurator import UsageError
-from data import text
+from data import dataset_dir, text
 from data.c4 import prepare as c4_prepare
 from data.pile import prepare as pile_prepare
 from data.shakespeare import prepare as shakespeare_prepare
@@ -151,6 +151,15 @@ def test_byte_corpus_names_its_tokenizer_and_refuses_a_bpe_reader(tmp_path, monk
         text.load_tokens(tmp_path / "plays", "val", "bytes")
     assert text.corpus_dir(tmp_path / "plays", "bytes") == str(tmp_path / "plays_bytes")
     assert text.prepare_command(tmp_path / "plays_bytes") == "python data/plays/prepare.py --tokenizer=bytes"
+
+
+def test_a_dataset_name_is_a_folder_under_data_from_any_working_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    data_folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+    assert dataset_dir("shakespeare_bytes") == os.path.join(data_folder, "shakespeare_bytes")
+    assert dataset_dir(os.path.join("corpora", "mine")) == os.path.join("corpora", "mine")  # a path, as given
+    assert dataset_dir(str(tmp_path / "mine")) == str(tmp_path / "mine")
+    assert dataset_dir("fmnist", tmp_path) == str(tmp_path / "fmnist")
 
 
 def test_eval_only_corpus_has_no_train_split(tmp_path):
