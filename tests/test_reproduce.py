@@ -567,7 +567,7 @@ def test_b2_highest_at_short_prefixes_means_above_every_later_bucket(tmp_path):
 def test_centring_removes_a_shared_direction():
     """Features that share one large direction have every cosine near 1 (Fig. 2 reads that as connected); centred,
     the cosines are those of the independent parts, near 0 for random ones; an exact copy stays at 1."""
-    from theory import connectivity_rows, top_pair_similarities
+    from evals.theory import connectivity_rows, top_pair_similarities
     rng = np.random.default_rng(0)
     shared = 50.0 * rng.standard_normal(32)
     features = shared + rng.standard_normal((400, 32))

@@ -1,4 +1,5 @@
-"""theory.py: exact toy spectra against Thm 4.2, the Thm 4.3 term, and the checkpoint surrogates."""
+"""theory.py and evals/theory.py: exact toy spectra against Thm 4.2, the Thm 4.3 term, the checkpoint surrogates,
+and the command line."""
 import csv
 import itertools
 import json
@@ -7,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
-import theory
+from conftest import one_error_line, run_in_process, run_script, script_error
 from data.text import BOS
+from evals import theory
 
 # -----------------------------------------------------------------------------
 # Thm 4.2: closed forms, to 1e-9, over every singular value
@@ -124,30 +126,43 @@ def test_refuses_huge_enumeration_with_its_size():
     with pytest.raises(ValueError, match=r'too large: one class block of A is \d+ x 160 .* MB'):
         theory.toy_spectrum('ar', 2, 40, 4)
     with pytest.raises(ValueError) as exit_info:
-        theory.main(['toy', '--objective=mlm', '--s=12', '--T=4', '--visible=6', '--max_entries=1000', '--json=True'])
+        run_in_process('theory.py', 'toy', '--objective=mlm', '--s=12', '--T=4', '--visible=6', '--max_entries=1000',
+                       '--json=True')
     assert 'max_entries' in str(exit_info.value) and '\n' not in str(exit_info.value)
 
 # -----------------------------------------------------------------------------
 # command line and files
 
 def test_cli_json_and_table(capsys, tmp_path):
-    theory.main(['toy', '--objective=mlm', '--r=2', '--s=5', '--T=2', '--visible=2', '--json=True'])
+    run_in_process('theory.py', 'toy', '--objective=mlm', '--r=2', '--s=5', '--T=2', '--visible=2', '--json=True')
     report = json.loads(capsys.readouterr().out)
     sigma = np.array(report['singular_values'])
     assert np.all(np.diff(sigma) <= 1e-15) and len(sigma) == 20
     assert abs(report['sum_sigma4_beyond_r'] - 8 * mlm_sigma(5, 2) ** 4) < 1e-12
-    theory.main(['toy', '--r=1', '--s=4', '--T=2', f'--out_dir={tmp_path}'])
+    run_in_process('theory.py', 'toy', '--r=1', '--s=4', '--T=2', f'--out_dir={tmp_path}')
     png = tmp_path / 'toy_spectra_r1_s4_T2.png'
     assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     with open(png.with_suffix('.csv')) as f:
         rows = [row for row in csv.DictReader(f) if row['series'] == 'mlm s_m=2']
     assert [float(row['sigma_j']) for row in rows] == pytest.approx([1, 1 / math.sqrt(3), 1 / math.sqrt(3),
                                                                     1 / math.sqrt(3), 0, 0, 0, 0], abs=1e-12)
-    theory.main(['tails', '--r=2', '--s=4', '--T=2', f'--out_dir={tmp_path}'])
+    run_in_process('theory.py', 'tails', '--r=2', '--s=4', '--T=2', f'--out_dir={tmp_path}')
     with open(tmp_path / 'toy_tails_r2_s4_T2.csv') as f:
         tails = {row['objective']: float(row['sum_sigma4_beyond_r']) for row in csv.DictReader(f)}
     assert tails['ar'] == pytest.approx(2 * 3) and tails['dar t=1'] == pytest.approx(tails['ar'])
     assert tails['mlm s_m=1'] == pytest.approx(2 * 3 * mlm_sigma(4, 1) ** 4)
+
+def test_every_command_takes_only_its_own_keys():
+    """One set of keys for all commands (configurator.py, as every script): unknown keys and wrong types stop with
+    one line, and so does a key the command would ignore."""
+    assert 'tails does not read --t: its keys are --r, --s' in script_error('theory.py', 'tails', '--t=3')
+    assert 'misalign does not read --ckpt' in script_error('theory.py', 'misalign', '--ckpt=a.pt')
+    assert "unknown config key 'sigma'" in script_error('theory.py', 'toy', '--sigma=2')
+    assert "config key 'r' must be int, got 2.5" in script_error('theory.py', 'toy', '--r=2.5')
+    assert 'effrank needs --ckpt' in script_error('theory.py', 'effrank', '--ckpt=a.pt', '--ckpt=b.pt')
+    assert 'unknown command' in script_error('theory.py', 'spectra')
+    one_error_line(run_script('theory.py', 'toy', '--visible=2', 'connectivity'), 'unexpected argument')
+    one_error_line(run_script('theory.py', 'misalign', '--r=3'), 'theory.py: error: misalign does not read --r')
 
 # -----------------------------------------------------------------------------
 # Thm 4.3
@@ -168,7 +183,7 @@ def test_misalignment_fixed_and_vm_range():
     with pytest.raises(ValueError, match='mask ratios'):
         theory.misalignment(s, (0.3, 0.2))
     with pytest.raises(ValueError, match=r'range \(a,b\)'):
-        theory.main(['misalign', '--vm=0.3'])
+        run_in_process('theory.py', 'misalign', '--vm=0.3')
 
 # -----------------------------------------------------------------------------
 # surrogates: effective rank and connectivity on planted structure
@@ -229,8 +244,8 @@ def test_checkpoint_commands(tmp_path, capsys):
     data_dir.mkdir()
     np.random.default_rng(0).integers(0, 50257, 3000).astype(np.uint16).tofile(data_dir / 'val.bin')
     out = tmp_path / 'out'
-    theory.main(['connectivity', f'--ckpt={ckpt}', f"--ckpt={ckpts['ar']}", f'--dataset={data_dir}',
-                 '--num_samples=40', '--top=100', '--batch_size=16', f'--out_dir={out}'])
+    run_in_process('theory.py', 'connectivity', f'--ckpt={ckpt}', f"--ckpt={ckpts['ar']}", f'--dataset={data_dir}',
+                   '--num_samples=40', '--top=100', '--batch_size=16', f'--out_dir={out}')
     printed = capsys.readouterr()
     lines = printed.out.splitlines()
     assert 'encode' in printed.err  # the progress bar, on by default
@@ -246,12 +261,12 @@ def test_checkpoint_commands(tmp_path, capsys):
                          (model.features(content, content_groups=causal)[:, -1].numpy(), rows[100:])):
         expected = np.sort((pooled @ pooled.T)[np.triu_indices(40, k=1)])[::-1][:100]
         assert np.allclose([float(row['inner product']) for row in part], expected, rtol=1e-4)
-    theory.main(['connectivity', f"--ckpt={ckpts['ar']}", f'--dataset={data_dir}', '--num_samples=20', '--top=10',
-                 '--pooling=mean', '--progress=False', f'--out_dir={out}'])
+    run_in_process('theory.py', 'connectivity', f"--ckpt={ckpts['ar']}", f'--dataset={data_dir}', '--num_samples=20',
+                   '--top=10', '--pooling=mean', '--progress=False', f'--out_dir={out}')
     printed = capsys.readouterr()
     assert 'causal attention, mean pooling' in printed.out and printed.err == ''
-    theory.main(['effrank', f'--ckpt={ckpt}', f'--dataset={data_dir}', '--num_samples=24', '--batch_size=10',
-                 f'--out_dir={out}'])
+    run_in_process('theory.py', 'effrank', f'--ckpt={ckpt}', f'--dataset={data_dir}', '--num_samples=24',
+                   '--batch_size=10', f'--out_dir={out}')
     ranks = theory.layer_ranks(model, windows[:24], 'bidirectional', tau=0.8, batch_size=10, seed=3)
     content = content[:24]
     draws = np.random.default_rng(3)
@@ -268,9 +283,9 @@ def test_checkpoint_commands(tmp_path, capsys):
     out_text = capsys.readouterr().out
     assert 'with_mask_real' in out_text and 'bidirectional attention' in out_text
     with pytest.raises(ValueError, match='val.bin not found'):
-        theory.main(['effrank', f'--ckpt={ckpt}', f"--dataset={tmp_path / 'none'}"])
+        run_in_process('theory.py', 'effrank', f'--ckpt={ckpt}', f"--dataset={tmp_path / 'none'}")
     with pytest.raises(ValueError, match='does not exist'):
-        theory.main(['connectivity', f"--ckpt={tmp_path / 'missing.pt'}", f'--dataset={data_dir}'])
+        run_in_process('theory.py', 'connectivity', f"--ckpt={tmp_path / 'missing.pt'}", f'--dataset={data_dir}')
 
 # -----------------------------------------------------------------------------
 # every checkpoint is read with its own pretraining attention (causal ar, bidirectional mlm), as eval_glue.py
@@ -342,12 +357,12 @@ def test_a_byte_checkpoint_reads_byte_windows_only(tmp_path):
     windows = theory.text_windows(byte_corpus, 9, 12, 'bytes')
     assert windows.shape == (12, 9) and np.all(windows[:, 0] == 256) and windows[:, 1:].max() < 256
     out = tmp_path / 'out'
-    theory.main(['connectivity', f'--ckpt={ckpt}', f'--dataset={byte_corpus}', '--num_samples=12', '--top=5',
-                 f'--out_dir={out}'])
+    run_in_process('theory.py', 'connectivity', f'--ckpt={ckpt}', f'--dataset={byte_corpus}', '--num_samples=12',
+                   '--top=5', f'--out_dir={out}')
     assert (out / 'connectivity.csv').exists()
     bpe_corpus = write_corpus(tmp_path / 'plays', rng.integers(0, 50000, 100), rng.integers(0, 50000, 500))
     with pytest.raises(ValueError, match="holds 'gpt2' tokens but the model reads 'bytes' tokens"):
-        theory.main(['effrank', f'--ckpt={ckpt}', f'--dataset={bpe_corpus}', '--num_samples=12'])
+        run_in_process('theory.py', 'effrank', f'--ckpt={ckpt}', f'--dataset={bpe_corpus}', '--num_samples=12')
 
 
 # -----------------------------------------------------------------------------
@@ -394,8 +409,8 @@ def test_maskloss_command(tmp_path, capsys):
     mlm, _ = make_checkpoint(tmp_path / 'mlm' / 'ckpt.pt', 'mlm', block_size=16)
     vm, _ = make_checkpoint(tmp_path / 'vm_2s' / 'ckpt.pt', 'vm', block_size=16, train_config=dict(two_stream=True))
     out = tmp_path / 'out'
-    theory.main(['maskloss', f'--ckpt={mlm}', f'--ckpt={vm}', f'--dataset={corpus}', '--num_samples=12',
-                 '--ratios=(0.2,0.6)', '--progress=False', f'--out_dir={out}'])
+    run_in_process('theory.py', 'maskloss', f'--ckpt={mlm}', f'--ckpt={vm}', f'--dataset={corpus}', '--num_samples=12',
+                   '--ratios=(0.2,0.6)', '--progress=False', f'--out_dir={out}')
     printed = capsys.readouterr()
     assert printed.err == '' and 'vm [0.15, 0.3] two-stream vm_2s' in printed.out
     with open(out / 'maskloss.csv') as f:
@@ -406,6 +421,7 @@ def test_maskloss_command(tmp_path, capsys):
     assert all(0 < float(row['nats per masked token']) < 20 for row in rows) and (out / 'maskloss.png').exists()
     ar, _ = make_checkpoint(tmp_path / 'ar' / 'ckpt.pt', 'ar', block_size=16)
     with pytest.raises(ValueError, match='maskloss scores masked .* score ar and dar with eval_ppl.py'):
-        theory.main(['maskloss', f'--ckpt={ar}', f'--dataset={corpus}', '--num_samples=12'])
+        run_in_process('theory.py', 'maskloss', f'--ckpt={ar}', f'--dataset={corpus}', '--num_samples=12')
     with pytest.raises(ValueError, match=r'--ratios takes mask ratios in \(0, 1\)'):
-        theory.main(['maskloss', f'--ckpt={mlm}', f'--dataset={corpus}', '--num_samples=12', '--ratios=(0.5,1.0)'])
+        run_in_process('theory.py', 'maskloss', f'--ckpt={mlm}', f'--dataset={corpus}', '--num_samples=12',
+                       '--ratios=(0.5,1.0)')
