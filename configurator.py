@@ -77,7 +77,7 @@ def read_config(path, values=None):
 def print_help(config):
     """The script's docstring, then one line per key: its value and the comment beside its default in the script
     (`key = value  # why`, continued on comment-only lines below it), under the section comments of the script's
-    default config. A plain dict of defaults (theory.py, the prepare scripts) lists all its keys."""
+    default config. A plain dict of defaults, with no script source beside it, lists all its keys."""
     path = config.get('__file__', sys.argv[0])
     source = open(path).read() if os.path.isfile(path) else ''
     comments, sections, key, section = {}, {}, None, None

@@ -15,9 +15,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere: `from data.text import`
 
-from data.text import documents, expand_inputs, hold_out_tail, parse_overrides, run_main, write_corpus
+from configurator import UsageError, check_ranges, configure, one_line_errors
+from data.text import documents, expand_inputs, hold_out_tail, write_corpus
 
-DEFAULTS = {"input": "", "out_dir": "", "val_fraction": 0.05, "text_field": "text", "tokenizer": "gpt2"}
+# -----------------------------------------------------------------------------
+# default config
+input = ""                  # comma-separated files, globs or folders of .txt / .jsonl / .json (.gz, .zst)
+out_dir = ""                # where train.bin, val.bin and meta.json go
+val_fraction = 0.05         # the last documents in input order held out for validation
+text_field = "text"         # JSON lines: the field holding each document
+tokenizer = "gpt2"          # 'gpt2' (BPE) or 'bytes'
+# -----------------------------------------------------------------------------
 
 
 def split_text(text, val_fraction):
@@ -27,27 +35,22 @@ def split_text(text, val_fraction):
     return text[:cut], text[cut:]
 
 
-def main(argv=None):
-    config = parse_overrides(DEFAULTS, argv)
-    if not config["input"] or not config["out_dir"]:
-        raise SystemExit("usage: python data/prepare.py --input=FILES --out_dir=DIR [--val_fraction=0.05] "
-                         "[--text_field=text]")
-    if not 0 <= config["val_fraction"] < 1:
-        raise SystemExit(f"--val_fraction={config['val_fraction']}: must be in [0, 1)")
-    paths = expand_inputs(config["input"])
-    n_docs = sum(1 for _ in documents(paths, config["text_field"]))  # a counting pass: nothing is held in memory
+if __name__ == "__main__":  # imported (tests/test_data.py), it only defines split_text
+    one_line_errors("data/prepare.py")
+    configure(globals(), sys.argv[1:])
+    check_ranges(globals(), {"val_fraction": "[0, 1)"})
+    if not input or not out_dir:
+        raise UsageError("pass --input=FILES and --out_dir=DIR (python data/prepare.py --help lists every key)")
+    paths = expand_inputs(input)
+    n_docs = sum(1 for _ in documents(paths, text_field))  # a counting pass: nothing is held in memory
     if n_docs == 0:
-        raise SystemExit(f"no non-empty documents in --input={config['input']}")
+        raise UsageError(f"no non-empty documents in --input={input}")
     if n_docs == 1:
-        train, val = split_text(next(documents(paths, config["text_field"])), config["val_fraction"])
+        train, val = split_text(next(documents(paths, text_field)), val_fraction)
         train, val = [train], [val]
     else:
-        n_val = max(1, round(n_docs * config["val_fraction"])) if config["val_fraction"] > 0 else 0
-        train, val = hold_out_tail(documents(paths, config["text_field"]), n_val)
+        n_val = max(1, round(n_docs * val_fraction)) if val_fraction > 0 else 0
+        train, val = hold_out_tail(documents(paths, text_field), n_val)
         print(f"{n_docs:,} documents: the last {n_val:,} are held out for validation")
-    source = f"data/prepare.py --input={config['input']} ({len(paths)} files), val_fraction={config['val_fraction']}"
-    return write_corpus(config["out_dir"], train, val, source=source, tokenizer=config["tokenizer"])
-
-
-if __name__ == "__main__":
-    run_main(main)
+    source = f"data/prepare.py --input={input} ({len(paths)} files), val_fraction={val_fraction}"
+    write_corpus(out_dir, train, val, source=source, tokenizer=tokenizer)

@@ -140,7 +140,7 @@ def get_tokenizer(name="gpt2"):
     try:
         fetch_ranks(RANKS_FILE)
     except (RuntimeError, OSError, tarfile.TarError) as error:
-        raise RuntimeError(f"cannot load the GPT-2 BPE: tiktoken could not download it and {error}; "
+        raise UsageError(f"cannot load the GPT-2 BPE: tiktoken could not download it and {error}; "
                            f"with network run `{PIP_FETCH}`, or copy gpt2.tiktoken to {RANKS_FILE}") from None
     _tokenizer = encoding_from_ranks(RANKS_FILE)
     return _tokenizer
@@ -180,7 +180,7 @@ def open_bytes(path):
         try:
             import zstandard
         except ImportError:
-            raise ImportError(f"reading {path.name} needs the zstandard package: pip install zstandard") from None
+            raise UsageError(f"reading {path.name} needs the zstandard package: pip install zstandard") from None
         return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"))
     return open(path, "rb")
 
@@ -433,31 +433,12 @@ def iter_windows(data, block_size, batch_size=None, bos=BOS):
 # -----------------------------------------------------------------------------
 # helpers for the prepare scripts
 
-def parse_overrides(defaults, argv=None):
-    """--key=value overrides of a prepare script's defaults, by the same rules as train.py (configurator.py)."""
-    from configurator import configure
-    config = dict(defaults)
-    try:
-        configure(config, sys.argv[1:] if argv is None else argv)
-    except ValueError as error:
-        raise SystemExit(f"error: {error}") from None
-    return config
-
-
-def run_main(main):
-    """Run a prepare script's main(): bad input ends it with one line naming the fix, not a traceback."""
-    try:
-        main()
-    except (OSError, ValueError, ImportError, RuntimeError) as error:
-        raise SystemExit(f"error: {error}") from None
-
-
-def input_paths(config, example):
+def input_paths(inputs, urls, raw_dir, example):
     """A prepare script's --input files, then its --url downloads (into --raw_dir)."""
-    paths = expand_inputs(config["input"]) if config["input"] else []
-    paths += [download(url, config["raw_dir"]) for url in config["url"].split(",") if url.strip()]
+    paths = expand_inputs(inputs) if inputs else []
+    paths += [download(url, raw_dir) for url in urls.split(",") if url.strip()]
     if not paths:
-        raise SystemExit(f"no input: pass --input=PATH_TO/{example} (comma-separated, globs allowed) or --url=URL")
+        raise UsageError(f"no input: pass --input=PATH_TO/{example} (comma-separated, globs allowed) or --url=URL")
     return paths
 
 
@@ -478,5 +459,5 @@ def download(url, dest_dir):
     try:
         atomic_write(dest, fetch)
     except OSError as error:
-        raise SystemExit(f"could not download {url} ({error}): download it yourself and pass --input=PATH") from None
+        raise UsageError(f"could not download {url} ({error}): download it yourself and pass --input=PATH") from None
     return dest

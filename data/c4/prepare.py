@@ -16,31 +16,26 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.text import`
 
-from data.text import documents, input_paths, parse_overrides, run_main, write_corpus
+from configurator import check_ranges, configure, one_line_errors
+from data.text import documents, input_paths, write_corpus
 
 HERE = Path(__file__).resolve().parent
-DEFAULTS = {
-    "input": "",       # comma-separated .json.gz shards, globs or folders
-    "url": "",         # comma-separated URLs, downloaded into --raw_dir and read after --input
-    "raw_dir": str(HERE / "raw"),  # where --url downloads go
-    "out_dir": str(HERE),
-    "max_docs": 0,     # per split, 0 = all
-    "text_field": "text",
-}
 
-
-def main(argv=None):
-    config = parse_overrides(DEFAULTS, argv)
-    paths = input_paths(config, "c4-validation.00000-of-00008.json.gz")
-    if config["max_docs"] < 0:
-        raise SystemExit("--max_docs must be >= 0")
-    val_paths = [path for path in paths if "validation" in path.name]
-    train_paths = [path for path in paths if "validation" not in path.name]
-    source = (f"C4 en: train {[p.name for p in train_paths]}, val {[p.name for p in val_paths]}; "
-              f"max_docs={config['max_docs']} per split")
-    return write_corpus(config["out_dir"], documents(train_paths, config["text_field"], config["max_docs"]),
-                        documents(val_paths, config["text_field"], config["max_docs"]), source=source)
-
-
-if __name__ == "__main__":
-    run_main(main)
+# -----------------------------------------------------------------------------
+# default config
+input = ""                  # comma-separated .json.gz shards, globs or folders
+url = ""                    # comma-separated URLs, downloaded into --raw_dir and read after --input
+raw_dir = str(HERE / "raw")  # where --url downloads go
+out_dir = str(HERE)
+max_docs = 0                # per split, 0 = all
+text_field = "text"
+# -----------------------------------------------------------------------------
+one_line_errors("data/c4/prepare.py")
+configure(globals(), sys.argv[1:])
+check_ranges(globals(), {"max_docs": "[0, inf)"})
+paths = input_paths(input, url, raw_dir, "c4-validation.00000-of-00008.json.gz")
+val_paths = [path for path in paths if "validation" in path.name]
+train_paths = [path for path in paths if "validation" not in path.name]
+write_corpus(out_dir, documents(train_paths, text_field, max_docs), documents(val_paths, text_field, max_docs),
+             source=f"C4 en: train {[p.name for p in train_paths]}, val {[p.name for p in val_paths]}; "
+                    f"max_docs={max_docs} per split")

@@ -16,30 +16,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.text import`
 
-from data.text import documents, hold_out_tail, input_paths, parse_overrides, run_main, write_corpus
+from configurator import check_ranges, configure, one_line_errors
+from data.text import documents, hold_out_tail, input_paths, write_corpus
 
 HERE = Path(__file__).resolve().parent
-DEFAULTS = {
-    "input": "",            # comma-separated .jsonl.zst / .jsonl / .jsonl.gz files, globs or folders
-    "url": "",              # comma-separated URLs, downloaded into --raw_dir and read after --input
-    "raw_dir": str(HERE / "raw"),  # where --url downloads go (kept: data/*/raw/ is git-ignored)
-    "out_dir": str(HERE),
-    "val_tail_docs": 10000,  # held-out tail, for the Table 7 perplexity
-    "max_docs": 0,          # read at most this many documents (0 = all): a full shard is ~7M documents
-    "text_field": "text",
-}
 
-
-def main(argv=None):
-    config = parse_overrides(DEFAULTS, argv)
-    paths = input_paths(config, "00.jsonl.zst")
-    if config["val_tail_docs"] < 0 or config["max_docs"] < 0:
-        raise SystemExit("--val_tail_docs and --max_docs must be >= 0")
-    train, val = hold_out_tail(documents(paths, config["text_field"], config["max_docs"]), config["val_tail_docs"])
-    source = (f"The Pile: {', '.join(p.name for p in paths)}; max_docs={config['max_docs']}; "
-              f"val = the last {config['val_tail_docs']} documents")
-    return write_corpus(config["out_dir"], train, val, source=source)
-
-
-if __name__ == "__main__":
-    run_main(main)
+# -----------------------------------------------------------------------------
+# default config
+input = ""                  # comma-separated .jsonl.zst / .jsonl / .jsonl.gz files, globs or folders
+url = ""                    # comma-separated URLs, downloaded into --raw_dir and read after --input
+raw_dir = str(HERE / "raw")  # where --url downloads go (kept: data/*/raw/ is git-ignored)
+out_dir = str(HERE)
+val_tail_docs = 10000       # held-out tail, for the Table 7 perplexity
+max_docs = 0                # read at most this many documents (0 = all): a full shard is ~7M documents
+text_field = "text"
+# -----------------------------------------------------------------------------
+one_line_errors("data/pile/prepare.py")
+configure(globals(), sys.argv[1:])
+check_ranges(globals(), {"val_tail_docs": "[0, inf)", "max_docs": "[0, inf)"})
+paths = input_paths(input, url, raw_dir, "00.jsonl.zst")
+train, val = hold_out_tail(documents(paths, text_field, max_docs), val_tail_docs)
+write_corpus(out_dir, train, val, source=f"The Pile: {', '.join(p.name for p in paths)}; max_docs={max_docs}; "
+             f"val = the last {val_tail_docs} documents")

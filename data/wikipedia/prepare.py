@@ -23,7 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.text import`
 
-from data.text import CACHE_DIR, corpus_dir, parse_overrides, run_main, write_corpus
+from configurator import UsageError, configure, one_line_errors
+from data.text import CACHE_DIR, corpus_dir, write_corpus
 
 GENSIM = "gensim==4.4.0"
 # pinned platform: every gensim 4.4.0 wheel carries the same test data, so fetch one known file anywhere
@@ -32,6 +33,12 @@ DUMP_MEMBER = "gensim/test/test_data/enwiki-latest-pages-articles1.xml-p00000001
 # sections that are lists of citations or links, not prose
 SKIPPED_SECTIONS = {"references", "external links", "see also", "further reading", "notes", "bibliography",
                     "sources", "citations", "footnotes", "notes and references", "works cited"}
+
+# -----------------------------------------------------------------------------
+# default config
+out_dir = ""                # '' = data/wikipedia, or data/wikipedia_bytes with --tokenizer=bytes
+cache_dir = str(CACHE_DIR)  # where the gensim wheel is fetched to (kept: a second prepare needs no network)
+tokenizer = "gpt2"          # 'gpt2' (BPE) or 'bytes'
 
 # -----------------------------------------------------------------------------
 # wiki markup -> plain text
@@ -148,26 +155,20 @@ def fetch_wheel(cache_dir):
         result = subprocess.run(command, capture_output=True, text=True)
         wheels = sorted(cache_dir.glob("gensim-4.4.0-*.whl"))
         if result.returncode != 0 or not wheels:
-            raise SystemExit(f"could not download {GENSIM} with pip; with network run "
+            raise UsageError(f"could not download {GENSIM} with pip; with network run "
                              f"`python -m pip download --no-deps {' '.join(PIP_PLATFORM)} {GENSIM} -d {cache_dir}`")
     return wheels[-1]
 
 
-def main(argv=None):
-    config = parse_overrides({"out_dir": "", "cache_dir": str(CACHE_DIR), "tokenizer": "gpt2"}, argv)
+if __name__ == "__main__":  # imported (tests/test_data.py), it only defines the markup stripper
+    one_line_errors("data/wikipedia/prepare.py")
+    configure(globals(), sys.argv[1:])
     started = time.time()
-    wheel = fetch_wheel(config["cache_dir"])
-    with zipfile.ZipFile(wheel) as archive, archive.open(DUMP_MEMBER) as compressed, \
+    with zipfile.ZipFile(fetch_wheel(cache_dir)) as archive, archive.open(DUMP_MEMBER) as compressed, \
             bz2.open(compressed) as dump:
         articles = [f"{title}\n\n{strip_wiki_markup(wikitext)}" for title, wikitext in read_articles(dump)]
     print(f"{len(articles)} articles ({sum(map(len, articles)):,} characters of plain text)")
-    out_dir = config["out_dir"] or corpus_dir(Path(__file__).resolve().parent, config["tokenizer"])  # (_bytes)
-    meta = write_corpus(out_dir, [], articles, source=f"English Wikipedia (CC BY-SA), {len(articles)} "
-                        f"articles from the {GENSIM} wheel's {DUMP_MEMBER.rsplit('/', 1)[-1]}",
-                        tokenizer=config["tokenizer"])
+    write_corpus(out_dir or corpus_dir(Path(__file__).resolve().parent, tokenizer), [], articles,
+                 source=f"English Wikipedia (CC BY-SA), {len(articles)} articles from the {GENSIM} wheel's "
+                        f"{DUMP_MEMBER.rsplit('/', 1)[-1]}", tokenizer=tokenizer)
     print(f"done in {time.time() - started:.1f}s")
-    return meta
-
-
-if __name__ == "__main__":
-    run_main(main)

@@ -9,7 +9,7 @@ test.bin). Each file is a run of articles, each opening with a ' = Title = ' lin
 ' = = Section = = '); one article is one document.
 
 The raw files are pre-tokenised (' @-@ ' for a hyphen inside a word, spaces around punctuation), text
-GPT-2 never saw in training. --detokenize=True (default) undoes that with a few rules (detokenize()
+GPT-2 never saw in training. --detokenize=True (default) undoes that with a few rules (detokenize_line()
 below), as the GPT-2 paper did for its WikiText numbers; --detokenize=False keeps the text as released.
 """
 
@@ -20,12 +20,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.text import`
 
-from data.text import download, parse_overrides, run_main, write_corpus
+from configurator import UsageError, configure, one_line_errors
+from data.text import download, write_corpus
 
 HERE = Path(__file__).resolve().parent
 SPLIT_FILES = {"train": "wiki.train.raw", "val": "wiki.valid.raw", "test": "wiki.test.raw"}
-DEFAULTS = {"input": str(HERE / "raw"), "url": "", "raw_dir": str(HERE / "raw"), "out_dir": str(HERE),
-            "detokenize": True}  # raw_dir: where --url downloads go
+
+# -----------------------------------------------------------------------------
+# default config
+input = str(HERE / "raw")   # a folder holding the three .raw files (at any depth), or a .zip of them
+url = ""                    # the release's .zip, downloaded into --raw_dir and read instead of --input
+raw_dir = str(HERE / "raw")  # where --url downloads go
+out_dir = str(HERE)
+detokenize = True           # undo the release's tokenisation (' @-@ ', spaces around punctuation), as GPT-2 did
+# -----------------------------------------------------------------------------
+
 ARTICLE_TITLE = re.compile(r"^ ?= (?!=)(.*) = ?$")  # ' = Title = ', but not ' = = Section = = '
 
 # -----------------------------------------------------------------------------
@@ -43,7 +52,7 @@ DETOKENIZE_RULES = [
 ]
 
 
-def detokenize(line):
+def detokenize_line(line):
     """Undo WikiText's tokenisation of one line (approximately: the rules cover the common cases)."""
     line = line.strip()
     for pattern, replacement in DETOKENIZE_RULES:
@@ -58,7 +67,7 @@ def split_articles(raw_text, detokenized=True):
         if ARTICLE_TITLE.match(line) and any(existing.strip() for existing in lines):
             articles.append(lines)
             lines = []
-        lines.append(detokenize(line) if detokenized else line)
+        lines.append(detokenize_line(line) if detokenized else line)
     articles.append(lines)
     texts = [re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n") for lines in articles]
     return [text for text in texts if text.strip()]
@@ -79,20 +88,15 @@ def find_split_files(source):
         found = {name: sorted(source.rglob(name)) for name in SPLIT_FILES.values()}
         if all(found.values()):
             return {split: found[name][0].read_text(encoding="utf-8") for split, name in SPLIT_FILES.items()}
-    raise SystemExit(f"no WikiText-2 raw files ({', '.join(SPLIT_FILES.values())}) in {source}: pass "
+    raise UsageError(f"no WikiText-2 raw files ({', '.join(SPLIT_FILES.values())}) in {source}: pass "
                      f"--input=FOLDER_OR_ZIP, or --url=URL_OF_wikitext-2-raw-v1.zip to download them")
 
 
-def main(argv=None):
-    config = parse_overrides(DEFAULTS, argv)
-    source = download(config["url"], config["raw_dir"]) if config["url"] else config["input"]
-    texts = find_split_files(source)
-    articles = {split: split_articles(text, config["detokenize"]) for split, text in texts.items()}
+if __name__ == "__main__":  # imported (tests/test_data.py), it only defines the readers
+    one_line_errors("data/wikitext2/prepare.py")
+    configure(globals(), sys.argv[1:])
+    source = download(url, raw_dir) if url else input
+    articles = {split: split_articles(text, detokenize) for split, text in find_split_files(source).items()}
     print(", ".join(f"{split}: {len(docs)} articles" for split, docs in articles.items()))
-    source_note = f"WikiText-2 raw (CC BY-SA) from {source}, detokenize={config['detokenize']}"
-    return write_corpus(config["out_dir"], articles["train"], articles["val"], source=source_note,
-                        test_docs=articles["test"])
-
-
-if __name__ == "__main__":
-    run_main(main)
+    write_corpus(out_dir, articles["train"], articles["val"], test_docs=articles["test"],
+                 source=f"WikiText-2 raw (CC BY-SA) from {source}, detokenize={detokenize}")
