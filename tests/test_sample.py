@@ -178,6 +178,27 @@ def test_sample_py_unmasks_masked_checkpoints(tmp_path, capsys, objective, two_s
     assert text.startswith('To be') and len(text.rstrip('\n')) <= 16  # a byte decodes to at most one character
 
 
+def test_unmasking_draws_ordinary_tokens_only(tmp_path, monkeypatch):
+    """The printed text cannot show a leak (a byte tokenizer's decode drops ids >= 256), so this reads the sampled
+    ids. Conditionals that put nearly all their mass on BOS (256) and on a padding row of the head (300) still fill
+    every position with a byte: BOS would end the document inside the canvas, a padding id is no token at all."""
+    import evals.any_order
+
+    def model_log_probs(model, two_stream, autocast):  # in place of the checkpoint's conditionals
+        def log_probs(canvas, masked):
+            logits = torch.zeros(*canvas.shape, model.config.vocab_size)
+            logits[..., [256, 300]] = 30.0
+            return torch.log_softmax(logits, dim=-1)
+        return log_probs
+    monkeypatch.setattr(evals.any_order, 'model_log_probs', model_log_probs)
+    path = byte_checkpoint(tmp_path, 'vm', True)
+    script = run_in_process('sample.py', f'--ckpt={path}', '--prompt=To be', '--max_new_tokens=10', '--num_samples=4')
+    start = script['start']
+    filled = script['unmask_samples']()
+    assert filled.shape == (4, len(start) + 10) and filled[:, :len(start)].tolist() == [start] * 4
+    assert ((filled[:, len(start):] >= 0) & (filled[:, len(start):] < 256)).all(), filled  # bytes: ids 0..255
+
+
 def test_unmasking_needs_a_masked_checkpoint(tmp_path):
     path = byte_checkpoint(tmp_path, 'ar', None)
     assert 'needs a masked checkpoint' in script_error('sample.py', f'--ckpt={path}', '--order=random')
