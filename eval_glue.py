@@ -57,7 +57,7 @@ save_predictions = False    # keep every run's dev predictions in the JSON
 device = 'auto'             # 'cpu', 'cuda', 'cuda:1', ... ; auto = cuda if available
 dtype = 'auto'              # bf16 autocast on CUDA, fp32 on CPU
 attn_backend = 'auto'       # 'flex' on CUDA, 'sdpa' (dense mask) on CPU
-progress = True
+progress = True             # one progress bar over every fine-tuning step (plain lines with an ETA off a terminal)
 # -----------------------------------------------------------------------------
 one_line_errors('eval_glue.py')
 configure(globals(), sys.argv[1:])

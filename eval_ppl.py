@@ -62,7 +62,7 @@ overwrite = False           # True: replace the results of an earlier run in out
 device = 'auto'             # 'cpu', 'cuda', 'cuda:1', ... ; auto = cuda if available
 dtype = 'auto'              # bf16 autocast on CUDA, fp32 on CPU
 attn_backend = 'auto'       # 'flex' on CUDA, 'sdpa' (dense mask) on CPU
-progress = True
+progress = True             # a progress bar over each checkpoint's windows (plain lines with an ETA off a terminal)
 # -----------------------------------------------------------------------------
 one_line_errors('eval_ppl.py')
 configure(globals(), sys.argv[1:])
