@@ -45,7 +45,8 @@ def parse_value(raw):
 
 def check_ranges(config, ranges):
     """ranges: {key: interval} with intervals written as in maths, '[1, inf)', '(0, 1)', '[0, 1]'. A value outside
-    stops with one line naming the key and its range; None (the script picks) passes; tuples are checked item by item."""
+    stops with one line naming the key and its range; None (the script picks) passes; tuples are checked item by
+    item."""
     for key, interval in ranges.items():
         low, high = (float(bound) for bound in interval[1:-1].split(','))
         values = config[key] if isinstance(config[key], tuple) else (config[key],)
@@ -69,7 +70,8 @@ def read_config(path, values=None):
     except SyntaxError as error:
         raise UsageError(f"config file {path}, line {error.lineno}: {error.msg}: fix the file") from None
     except Exception as error:  # the file's own line, not the config machinery's
-        line = next((frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == path), '?')
+        frames = traceback.extract_tb(error.__traceback__)
+        line = next((frame.lineno for frame in frames if frame.filename == path), '?')
         raise UsageError(f"config file {path}, line {line}: {type(error).__name__}: {error}: fix the file") from None
     return values
 
@@ -124,7 +126,8 @@ def configure(config, argv):
             items, arg = [(key, value)], f"--{key}"
         for key, value in items:
             if key not in config:
-                raise UsageError(f"unknown config key {key!r} (from {arg}): check the spelling against the script's globals")
+                raise UsageError(f"unknown config key {key!r} (from {arg}): "
+                                 "check the spelling against the script's globals")
             config[key] = _coerce(key, value, config[key])
     if '--help' in argv or '-h' in argv:
         print_help(config)

@@ -35,7 +35,7 @@ eval_iters = 20
 init_from = 'scratch'       # 'scratch' or 'resume' (from out_dir/ckpt_last.pt)
 overwrite = False           # a scratch run into an out_dir that holds a run: True deletes that run first
 # data
-dataset = 'shakespeare'     # data/<dataset> (or a path) with train.bin / val.bin, or an image set (input_kind='patches')
+dataset = 'shakespeare'     # data/<dataset> (or a path) with train.bin / val.bin, or an image set (patches)
 train_tokens = 0            # text: train on the first train_tokens tokens only (0: all), repeated for many epochs
 input_kind = 'tokens'       # 'tokens' or 'patches'
 image_size = 28
@@ -60,7 +60,7 @@ norm_pix_loss = False
 objective = 'ar'            # ar | dar | mlm | vm | mdlm | gvp (objectives.KINDS)
 mask_ratio = None           # mlm: rho (default 0.15); vm: (a, b) (default (0.15, 0.30)); mdlm draws m ~ U{1..L}
 t = 2                       # dar: predict one of the next t tokens
-two_stream = None           # mlm/vm/ar: True for the two-stream form; dar and gvp always are (None = the objective's default)
+two_stream = None           # mlm/vm/ar: True for the two-stream form; dar, gvp always are (None: the default)
 random_order = None         # ar/dar along a random permutation (XLNet); None = the objective's default (random for gvp)
 bert_replace = False        # one-stream mlm/vm: BERT's 80/10/10
 n_groups = 20               # gvp: K
@@ -86,7 +86,8 @@ eval_objective = ''         # score both splits with another objective's loss ('
 progress = True
 # -----------------------------------------------------------------------------
 one_line_errors('train.py')
-config_keys = [k for k, v in globals().items() if not k.startswith('_') and isinstance(v, (int, float, bool, str, tuple, type(None)))]
+config_keys = [k for k, v in globals().items()
+               if not k.startswith('_') and isinstance(v, (int, float, bool, str, tuple, type(None)))]
 configure(globals(), sys.argv[1:])
 config = {k: globals()[k] for k in config_keys}
 check_ranges(config, {
@@ -105,8 +106,9 @@ if bert_replace and input_kind != 'tokens':
     raise UsageError("bert_replace (BERT's 80/10/10 random tokens) needs text: set bert_replace=False for images")
 sequence_length = block_size if input_kind == 'tokens' else (image_size // patch_size) ** 2 + 1
 pretraining = Objective.from_config(config).check(sequence_length)  # every objective setting, resolved
-scoring = Objective.from_config({**config, 'objective': eval_objective or objective, 'two_stream': pretraining.two_stream,
-                                 **(dict(mask_ratio=None, bert_replace=False) if eval_objective else {})}).check(sequence_length)
+scoring_settings = dict(objective=eval_objective or objective, two_stream=pretraining.two_stream,
+                        **(dict(mask_ratio=None, bert_replace=False) if eval_objective else {}))
+scoring = Objective.from_config({**config, **scoring_settings}).check(sequence_length)
 if scoring.kind.masked != pretraining.kind.masked:  # a masked model never saw a causal input, nor ar a [MASK]
     raise UsageError(f"eval_objective={eval_objective!r} reads other inputs than {objective}: "
                      "use 'ar' for ar or dar, 'mdlm' for a masked objective")
@@ -125,7 +127,8 @@ if max_iters < lr_decay_iters and int(os.environ.get('RANK', 0)) == 0:
 # a new run never touches an old one: refuse before anything is read or written
 last_path, best_path = os.path.join(out_dir, 'ckpt_last.pt'), os.path.join(out_dir, 'ckpt_best.pt')
 log_path = os.path.join(out_dir, 'log.jsonl')
-run_files = [os.path.join(out_dir, name) for name in ('ckpt_last.pt', 'ckpt_best.pt', 'log.jsonl', 'loss.png', 'loss.csv')]
+run_files = [os.path.join(out_dir, name)
+             for name in ('ckpt_last.pt', 'ckpt_best.pt', 'log.jsonl', 'loss.png', 'loss.csv')]
 if int(os.environ.get('RANK', 0)) == 0:  # overwrite: the old run is deleted only once the new one has started
     claim_out_dir(out_dir, [os.path.basename(path) for path in run_files] if init_from == 'scratch' and not overwrite
                   else [], fix="continue it with --init_from=resume, train into a new --out_dir, or pass "
@@ -193,8 +196,9 @@ if init_from == 'resume':
                          " but this command says " + ', '.join(f"{k}={config[k]!r}" for k in changed) +
                          ": resume with the checkpoint's settings, or start a new run in another --out_dir")
     if checkpoint['world_size'] != world_size or saved['gradient_accumulation_steps'] != gradient_accumulation_steps:
-        raise UsageError(f"{last_path} was written by {checkpoint['world_size']} processes with gradient_accumulation_steps="
-                         f"{saved['gradient_accumulation_steps']}: resume with the same layout")
+        raise UsageError(f"{last_path} was written by {checkpoint['world_size']} processes with "
+                         f"gradient_accumulation_steps={saved['gradient_accumulation_steps']}: "
+                         "resume with the same layout")
 
 # -----------------------------------------------------------------------------
 # processes and devices
@@ -270,7 +274,9 @@ stop_signal = stop_on_signals()  # TERM / USR1 / INT: save and stop after this s
 
 def save(paths):
     states = [generator.get_state() for generator in streams]
-    torch_rng = torch.get_rng_state() if device_type == 'cpu' else [torch.get_rng_state(), torch.cuda.get_rng_state(device)]
+    torch_rng = torch.get_rng_state()
+    if device_type != 'cpu':
+        torch_rng = [torch_rng, torch.cuda.get_rng_state(device)]
     if ddp:  # the data position of every process lives in rank 0's checkpoint
         gathered = [None] * world_size
         dist.all_gather_object(gathered, (states, torch_rng))
@@ -279,9 +285,9 @@ def save(paths):
         states, torch_rng = [states], [torch_rng]
     if master:
         state = {'model': raw_model.state_dict(), 'optimizer': optimizer.state_dict(),
-                 'model_config': asdict(model_config), 'objective': asdict(pretraining), 'config': config, 'iter': iter_num,
-                 'best_val_loss': best_val_loss, 'scaler': scaler.state_dict(), 'world_size': world_size,
-                 'streams': states, 'torch_rng': torch_rng}
+                 'model_config': asdict(model_config), 'objective': asdict(pretraining), 'config': config,
+                 'iter': iter_num, 'best_val_loss': best_val_loss, 'scaler': scaler.state_dict(),
+                 'world_size': world_size, 'streams': states, 'torch_rng': torch_rng}
         for path in paths:
             save_checkpoint(state, path)
 
@@ -296,7 +302,8 @@ def stop_on_nan(value, where):
 tag = os.path.basename(os.path.normpath(out_dir))
 if master:
     print(f"{tag} | {pretraining.label} | {raw_model.num_params() / 1e6:.2f}M parameters | {device} {dtype} "
-          f"{attn_backend}{' compiled' if compile else ''} | {world_size} process(es) x {accum} micro-steps x {batch_size}")
+          f"{attn_backend}{' compiled' if compile else ''} | "
+          f"{world_size} process(es) x {accum} micro-steps x {batch_size}")
     for path in filter(os.path.exists, run_files if init_from == 'scratch' else []):  # --overwrite=True said so
         os.remove(path)
 
