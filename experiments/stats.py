@@ -55,3 +55,32 @@ def as_printed(values, fmt):  # at the precision printed ('.1f': 1 decimal), so 
 def mean_std(values, fmt='.2f'):
     values = np.asarray(values, float)
     return f"{as_printed(values.mean(), fmt):{fmt}} ± {values.std(ddof=1) if len(values) > 1 else 0:{fmt}}"
+
+def t_one_sided_quantile(alpha, dof):
+    """t with P(T >= t) = alpha (0 < alpha < 1/2) for Student's t with dof degrees of freedom: bisection on the
+    series above."""
+    low, high = 0.0, 1e6
+    for _ in range(200):
+        middle = (low + high) / 2
+        low, high = (middle, high) if t_two_sided_p(middle, dof) / 2 > alpha else (low, middle)
+    return (low + high) / 2
+
+def paired_t_power(effect, sd, n, alpha=0.05):
+    """Power of the one-sided paired t-test at level alpha over n pairs when the true mean difference is `effect`
+    and its std `sd`: P(T' >= t_alpha) for T' noncentral t with n - 1 dof and noncentrality effect / sd * sqrt(n),
+    as E over s = sqrt(chi2_dof / dof) of P(Z >= t_alpha s - noncentrality) (trapezoid rule in s)."""
+    dof, shift = n - 1, effect / sd * math.sqrt(n)
+    s = np.linspace(0.0, 12.0, 20001)
+    density = (2 * (dof / 2) ** (dof / 2) / math.gamma(dof / 2)) * np.power(s, dof - 1) * np.exp(-dof * s ** 2 / 2)
+    critical = t_one_sided_quantile(alpha, dof)
+    weights = density * np.array([0.5 * math.erfc((critical * x - shift) / math.sqrt(2)) for x in s])
+    return float(((weights[1:] + weights[:-1]) / 2 * np.diff(s)).sum())
+
+def minimum_detectable_effect(sd, n, alpha=0.05, power=0.8):
+    """The smallest true mean paired difference that the one-sided paired t-test at level alpha detects with the
+    given power over n pairs whose differences have std sd (bisection on paired_t_power)."""
+    low, high = 0.0, 50.0 * sd
+    for _ in range(40):
+        middle = (low + high) / 2
+        low, high = (middle, high) if paired_t_power(middle, sd, n, alpha) < power else (low, middle)
+    return (low + high) / 2
