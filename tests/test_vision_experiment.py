@@ -65,6 +65,13 @@ def test_the_registered_mdes_follow_from_the_registered_spreads():
         assert f"{per_sd * c['sd']:.{decimals}f}" == c['mde_text'], c['name']
 
 
+def test_the_readme_quotes_the_registration_word_for_word():
+    hypotheses, _, _ = vision.registered()
+    readme = ' '.join(open(os.path.join(ROOT, 'experiments', 'README.md')).read().replace('\n> ', ' ').split())
+    for name, text in hypotheses.items():
+        assert f"{name} {text}" in readme, name
+
+
 @pytest.mark.parametrize('n', [3, 5, 8])
 def test_power_and_mde_are_the_noncentral_t(n):
     from scipy import stats
