@@ -346,7 +346,7 @@ class Objective:
 
     @property
     def prefix_style(self):
-        """How the model predicts x_{k+1} from x_1..x_k (evals/ppl.py, reconstruction in evals/vision_eval.py)."""
+        """How the model predicts x_{k+1} from x_1..x_k (evals/ppl.py, reconstruction in evals/vision.py)."""
         if self.kind.masked:
             return 'masked_two_stream' if self.two_stream else 'bert'
         return 'causal' if self.causal else 'groups'
