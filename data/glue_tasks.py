@@ -106,7 +106,7 @@ def default_dir(task):
 def prepare_hint(task):
     if get_task(task).offline:
         return "run `python data/glue/prepare_offline.py`"
-    return f"run `python data/glue/prepare.py --tasks {task}` (needs a network)"
+    return f"run `python data/glue/prepare.py --tasks={task}` (needs a network)"
 
 
 def result_key(task, split):

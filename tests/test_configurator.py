@@ -183,7 +183,8 @@ def test_every_config_fits_its_script_and_byte_configs_change_only_the_data():
     ('eval_glue.py', 'device', 'auto = cuda'), ('eval_vision.py', 'attn_backend', "'flex' on CUDA"),
     ('sample.py', 'top_k', 'likeliest'), ('bench.py', 'check', 'one verdict line each'),
     ('data/prepare.py', 'val_fraction', 'held out for validation'), ('data/pile/prepare.py', 'max_docs', '0 = all'),
-    ('data/shakespeare/prepare.py', 'tokenizer', 'bytes'), ('theory.py', 'vm', 'averaged over rho')])
+    ('data/shakespeare/prepare.py', 'tokenizer', 'bytes'), ('theory.py', 'vm', 'averaged over rho'),
+    ('data/glue/prepare.py', 'tasks', 'repeated --tasks='), ('data/fmnist/prepare.py', 'idx_dir', 'fashion-mnist')])
 def test_help_lists_every_key_with_its_value_and_comment(capsys, script, key, comment):
     with pytest.raises(SystemExit) as stop:
         run_in_process(script, '--help')

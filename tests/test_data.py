@@ -26,7 +26,9 @@ from data.wikitext2 import prepare as wikitext2_prepare
 import data.prepare as generic_prepare
 
 PREPARE_SCRIPTS = ("data/prepare.py", "data/shakespeare/prepare.py", "data/wikipedia/prepare.py",
-                   "data/wikitext2/prepare.py", "data/pile/prepare.py", "data/c4/prepare.py")
+                   "data/wikitext2/prepare.py", "data/pile/prepare.py", "data/c4/prepare.py",
+                   "data/mnist5k/prepare.py", "data/fmnist/prepare.py", "data/glue/prepare.py",
+                   "data/glue/prepare_offline.py")
 
 
 @pytest.fixture(scope="module")

