@@ -18,20 +18,32 @@ checkpoints): the prompt, then max_new_tokens [MASK]s; each step samples tokens_
 conditional given everything filled so far, chosen uniformly (random; with one token per step and temperature 1 this
 samples exactly from the any-order model whose likelihood eval_ppl.py --reading=elbo bounds) or where the model is
 surest (confident, MaskGIT). --show_steps=N prints the canvas every N steps, '_' for a position still masked.
+--block_length=b unmasks left to right in blocks of b, any order inside (LLaDA's semi-autoregressive blocks);
+--remask=p masks a filled token again with probability p a step, to be redrawn later (ReMDM); both off by default.
 $ python sample.py --ckpt=out-vm-2s-shakespeare-bytes/ckpt_best.pt --prompt='ROMEO:' --max_new_tokens=100 \
       --order=confident --tokens_per_step=4 --show_steps=5
+
+Every run reports its forward passes per sample. --judge=<ar checkpoint> scores the samples (evals/sample_quality.py):
+their NLL per token under the judge, beside the judge's NLL on held-out text of the same length (a perfect sampler's
+score), and the unigram entropy of both (a repetitive sampler scores well under any judge, and is flagged).
+$ python sample.py --ckpt=out-mdlm-2s-shakespeare-bytes/ckpt_best.pt --max_new_tokens=127 --num_samples=32 \
+      --temperature=1.0 --judge=out-judge-shakespeare-bytes/ckpt_best.pt --judge_out=quality.json
 """
+import json
 import sys
 
 import torch
 
 from checkpoint import Pretrained
 from configurator import UsageError, check_ranges, configure, one_line_errors
-from data.text import TOKENIZERS, get_tokenizer
+from data import dataset_dir
+from data.text import TOKENIZERS, get_tokenizer, load_tokens
 from devices import pick_attn_backend, setup_processes
 from evals.any_order import model_log_probs, unmask
-from evals.ppl import BERT_FUTURES, ROW_STYLES, prefix_batch, take_rows
+from evals.ppl import BERT_FUTURES, ROW_STYLES, gather_windows, prefix_batch, take_rows, window_starts
+from evals.sample_quality import checkpoint_judge, sample_quality
 from objectives import to_device
+from output import atomic_write
 
 # -----------------------------------------------------------------------------
 ckpt = ''                   # a text checkpoint written by train.py
@@ -39,23 +51,33 @@ prompt = ''                 # text to continue; '' starts from BOS alone (a new 
 num_samples = 1
 max_new_tokens = 200
 temperature = 0.8           # < 1 sharper, > 1 flatter
-top_k = 0                   # sample among the k likeliest tokens only; 0 = all
+top_k = 0                   # sample among the k likeliest tokens only; 0 = all, 1 = the likeliest (greedy)
 bert_future = 'invisible'   # one-stream BERT checkpoints: the positions after the next one left out or [MASK]
 order = 'auto'              # 'left_to_right' (any checkpoint), or for masked ones 'random' / 'confident' unmasking;
                             # auto = random for masked checkpoints, left_to_right for the others
 tokens_per_step = 1         # unmasking: positions filled per forward pass
+block_length = 0            # unmasking: left to right in blocks of this many positions, any order inside (LLaDA);
+                            # 0 = the whole canvas is one block
+remask = 0.0                # unmasking: each step masks again each token filled in an earlier step with this
+                            # probability and fills as many more, so it is redrawn later (ReMDM); 0 = off
 show_steps = 0              # unmasking: print the canvas every this many steps; 0 = the finished samples only
 seed = 1337
 device = 'auto'
 dtype = 'auto'
 attn_backend = 'auto'
 stream = True               # print tokens as they come; False prints each finished sample
+judge = ''                  # an ar checkpoint of the same recipe trained longer: scores the samples in nats per token
+                            # beside its NLL on held-out text, with both unigram entropies; '' = no scores
+judge_dataset = 'auto'      # the held-out text: this corpus's val split; auto = the corpus the judge was trained on
+judge_tokens = 16000        # held-out targets the judge scores, in windows as long as the samples
+judge_out = ''              # write the scores, the sampler's settings and its forward passes here (JSON)
 # -----------------------------------------------------------------------------
 one_line_errors('sample.py')
 configure(globals(), sys.argv[1:])
 check_ranges(globals(), {'num_samples': '[1, inf)', 'max_new_tokens': '[1, inf)', 'temperature': '(0, inf)',
                          'top_k': '[0, inf)', 'seed': '[0, inf)', 'tokens_per_step': '[1, inf)',
-                         'show_steps': '[0, inf)'})
+                         'show_steps': '[0, inf)', 'block_length': '[0, inf)', 'remask': '[0, 1]',
+                         'judge_tokens': '[1, inf)'})
 if not ckpt:
     raise UsageError("no checkpoint: pass --ckpt=out-ar-shakespeare-bytes/ckpt_best.pt (any text checkpoint)")
 if bert_future not in BERT_FUTURES:
@@ -71,6 +93,11 @@ if order == 'auto':
 if order != 'left_to_right' and not pretraining.kind.masked:
     raise UsageError(f"--order={order} unmasks a canvas, which needs a masked checkpoint; {ckpt} is "
                      f"{pretraining.label}: use --order=left_to_right")
+if order == 'left_to_right' and (block_length or remask):
+    raise UsageError(f"--block_length and --remask shape unmasking, and {ckpt} samples left to right: drop them, or "
+                     "unmask a masked checkpoint (--order=random or confident)")
+if judge_out and not judge:
+    raise UsageError("--judge_out writes the judge's scores: pass --judge=<an ar checkpoint> too")
 model = checkpoint.model(device, attn_backend=attn_backend)
 tokenizer_name = model.config.tokenizer
 tokenizer = get_tokenizer(tokenizer_name)
@@ -120,7 +147,21 @@ def show_canvas(step, canvas, masked):
                   flush=True)
 
 def unmask_samples():
-    """num_samples canvases (BOS, the prompt, max_new_tokens [MASK]s) filled together; -> the filled (B, S) ids."""
+    """num_samples canvases (BOS, the prompt, n_new [MASK]s) filled together; -> the filled (B, S) ids and the
+    forward passes each took (B,)."""
+    canvas = torch.tensor([start + [0] * n_new] * num_samples)  # 0 under a mask: never read
+    masked = torch.zeros_like(canvas, dtype=torch.bool)
+    masked[:, len(start):] = True
+    allowed = torch.arange(model.config.vocab_size) < n_vocab
+    allowed[bos] = False  # one document: no boundary inside the canvas
+    return unmask(model_log_probs(model, pretraining.two_stream, autocast), canvas, masked, tokens_per_step, order,
+                  torch.Generator().manual_seed(seed), temperature, top_k, allowed, on_step=show_canvas,
+                  remask=remask, block_length=block_length)
+
+# -----------------------------------------------------------------------------
+start = [bos] + tokenizer.encode_ordinary(prompt)
+n_new = max_new_tokens
+if order != 'left_to_right':  # the canvas is the model's window
     room = model.config.block_size - len(start)
     if room < 1:
         raise UsageError(f"the prompt is {len(start) - 1} tokens, and a canvas holds {model.config.block_size - 1}: "
@@ -129,28 +170,43 @@ def unmask_samples():
     if n_new < max_new_tokens:
         print(f"the canvas holds {model.config.block_size - 1} tokens: {n_new} new ones after the prompt",
               file=sys.stderr)
-    canvas = torch.tensor([start + [0] * n_new] * num_samples)  # 0 under a mask: never read
-    masked = torch.zeros_like(canvas, dtype=torch.bool)
-    masked[:, len(start):] = True
-    allowed = torch.arange(model.config.vocab_size) < n_vocab
-    allowed[bos] = False  # one document: no boundary inside the canvas
-    return unmask(model_log_probs(model, pretraining.two_stream, autocast), canvas, masked, tokens_per_step, order,
-                  torch.Generator().manual_seed(seed), temperature, top_k, allowed, on_step=show_canvas)
-
-# -----------------------------------------------------------------------------
+if judge:  # checked, and its held-out windows read, before any sampling
+    judged_by = Pretrained(judge, 'tokens')
+    judge_style = judged_by.objective.prefix_style
+    if judge_style not in ('causal', 'groups'):
+        raise UsageError(f"the judge needs an exact likelihood, and {judge} is {judged_by.objective.label} (a bound "
+                         "at best): pass an ar checkpoint, e.g. --judge=out-judge-shakespeare-bytes/ckpt_best.pt")
+    if judged_by.model_config.tokenizer != tokenizer_name:
+        raise UsageError(f"the judge {judge} reads {judged_by.model_config.tokenizer} tokens and {ckpt} "
+                         f"{tokenizer_name} tokens: pass a judge trained on the same tokens")
+    if len(start) + n_new > judged_by.model_config.block_size:
+        raise UsageError(f"a sample is {len(start) + n_new} tokens with BOS, longer than the judge's window of "
+                         f"{judged_by.model_config.block_size}: lower --max_new_tokens or shorten --prompt")
+    judge_dataset = judged_by.train_config.get('dataset', '') if judge_dataset == 'auto' else judge_dataset
+    if not judge_dataset:
+        raise UsageError(f"{judge} names no training corpus: pass --judge_dataset=<held-out corpus>")
+    held_out_tokens = load_tokens(dataset_dir(judge_dataset), 'val', tokenizer_name)
+    held_out = gather_windows(held_out_tokens, window_starts(len(held_out_tokens), n_new + 1, judge_tokens),
+                              n_new + 1, bos)
 unmasking = f", {order} unmasking, {tokens_per_step} per step" if order != 'left_to_right' else ''
+unmasking += f", blocks of {block_length}" if block_length else ''
+unmasking += f", remask {remask}" if remask else ''
 print(f"{ckpt}: {pretraining.label} ({style}{unmasking}), {tokenizer_name} tokens, temperature {temperature}, "
       f"top_k {top_k or 'off'}, seed {seed}", file=sys.stderr)
-start = [bos] + tokenizer.encode_ordinary(prompt)
+sequences, passes = [], []  # every sample (BOS, prompt, sampled tokens) and the forward passes it took
 if order != 'left_to_right':
-    for index, ids in enumerate(unmask_samples().tolist()):
+    filled, passes = unmask_samples()
+    sequences, passes = filled.tolist(), passes.tolist()
+    for index, ids in enumerate(sequences):
         print(f"---------- sample {index + 1}", flush=True)
         print(prompt + tokenizer.decode(ids[len(start):]), flush=True)
 for index in range(num_samples if order == 'left_to_right' else 0):
     ids, shown = list(start), ''
     print(f"---------- sample {index + 1}", flush=True)
+    passes.append(0)
     for _ in range(max_new_tokens):
         token = sample_next(next_token_logits(ids))
+        passes[-1] += 1
         if token == bos:  # the model ended the document
             break
         ids.append(token)
@@ -160,3 +216,20 @@ for index in range(num_samples if order == 'left_to_right' else 0):
             shown = text
     text = prompt + tokenizer.decode(ids[len(start):])
     print(text[len(shown):] if stream else text, flush=True)
+    sequences.append(ids)
+forward_passes = sum(passes) / len(passes)
+print(f"{forward_passes:g} forward passes per sample", file=sys.stderr)
+if judge:
+    scores = sample_quality(checkpoint_judge(judged_by.model(device, attn_backend=attn_backend), judge_style,
+                                             autocast), sequences, len(start), held_out)
+    unit = 'byte' if tokenizer_name == 'bytes' else 'token'
+    print(f"judge {judge}, nats per {unit} ± se: samples {scores['judge_nll']:.3f} ± {scores['judge_nll_se']:.3f}, "
+          f"held-out text {scores['held_out_nll']:.3f} ± {scores['held_out_nll_se']:.3f} "
+          f"({scores['held_out_windows']} windows of {n_new}); unigram entropy of a sample {scores['entropy']:.3f} ± "
+          f"{scores['entropy_se']:.3f}, of held-out text {scores['held_out_entropy']:.3f}"
+          f"{': repetitive' if scores['repetitive'] else ''}; {forward_passes:g} forward passes per sample")
+    if judge_out:
+        settings = dict(ckpt=ckpt, objective=pretraining.label, order=order, tokens_per_step=tokens_per_step,
+                        block_length=block_length, remask=remask, temperature=temperature, top_k=top_k, seed=seed,
+                        prompt=prompt, new_tokens=n_new, judge=judge, judge_dataset=judge_dataset)
+        atomic_write(judge_out, json.dumps(dict(**settings, forward_passes=forward_passes, **scores), indent=1) + '\n')

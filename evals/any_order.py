@@ -140,20 +140,39 @@ def bound_summary(nats_per_token):
 # sampling by unmasking
 
 def unmask(log_probs, canvas, masked, tokens_per_step=1, order='random', generator=None, temperature=1.0,
-           top_k=0, allowed=None, on_step=None):
+           top_k=0, allowed=None, on_step=None, remask=0.0, block_length=0):
     """Fill the masked positions of canvas (B, S), k = tokens_per_step at a time, each sampled from the model's
     conditional given the positions filled so far; unmasked positions (BOS, the prompt) never change.
     order 'random': the k positions uniformly among the masked ones; with k = 1 and temperature 1 this draws
     sigma uniformly and x from q_sigma, i.e. exactly from the any-order mixture whose NLL the bound bounds.
     order 'confident': the k masked positions where the model is surest (largest top probability) first, after
     MaskGIT (Chang et al. 2022), which unmasks the most confident predictions of each step.
+    block_length b > 0: semi-autoregressive, as LLaDA (Nie et al. 2025): each row's masked positions, from its first
+    one, in blocks of b; a step fills only the leftmost block that still has a masked position (in the order above),
+    so block j + 1 starts once block j is full, after ceil(b / k) steps.
+    remask p > 0: each step also masks again, with probability p each, the tokens this call filled in earlier steps
+    (in the current block), and fills as many more, after ReMDM (Wang et al. 2025): an early token can be redrawn
+    once more of its context is there. At most (masked - k) are masked again, so each step still leaves k fewer
+    masked: the same number of steps, every position filled at the end.
     allowed: (V,) bool, the token ids that may be drawn. on_step(step, canvas, masked) after every step.
-    Returns the filled canvas."""
+    The conditionals read the canvas only (no time input, as MDLM's), so a row's forward pass may be skipped where
+    its canvas did not change since its last one; with at least one fill a step that is a row with nothing left to
+    fill, and every other row gets one pass a step.
+    Returns the filled canvas and the forward passes each row took, (B,)."""
     canvas, masked = canvas.clone(), masked.clone()
     B, S = canvas.shape
+    generated = masked.clone()  # the positions this call fills: the only ones remasking may touch
+    if block_length:
+        first = masked.int().argmax(dim=1)  # each row's first masked position
+        block = (torch.arange(S) - first[:, None]).div(block_length, rounding_mode='floor')
+    passes = torch.zeros(B, dtype=torch.long)
     step = 0
     while masked.any():
-        logits = log_probs(canvas, masked).float() / temperature
+        todo = masked.any(dim=1)
+        fresh = log_probs(canvas[todo], masked[todo]).float()
+        logits = fresh.new_zeros(B, S, fresh.shape[-1])
+        logits[todo] = fresh / temperature
+        passes += todo
         if allowed is not None:
             logits = logits.masked_fill(~allowed, -float('inf'))
         if top_k:
@@ -165,13 +184,25 @@ def unmask(log_probs, canvas, masked, tokens_per_step=1, order='random', generat
             score = probs.max(dim=-1).values
         else:
             score = torch.rand(B, S, generator=generator)
-        score = score.masked_fill(~masked, -float('inf'))  # only masked positions are candidates
-        n_left = masked.sum(dim=1)
+        active = masked.new_ones(B, S)
+        if block_length:  # the leftmost block with a masked position
+            active = block == block.masked_fill(~masked, S).min(dim=1, keepdim=True).values
+        candidates = masked & active
+        score = score.masked_fill(~candidates, -float('inf'))  # only masked positions are candidates
+        n_left = candidates.sum(dim=1)
+        n_fill = torch.clamp(n_left, max=tokens_per_step)
+        again = torch.zeros_like(masked)
+        if remask:
+            coin = torch.rand(B, S, generator=generator)
+            wanted = generated & ~masked & active & (coin < remask)
+            most = (n_left - tokens_per_step).clamp(min=0)  # so that k fewer stay masked: the block ends on time
+            again = wanted & (coin.masked_fill(~wanted, 2.0).argsort(dim=1).argsort(dim=1) < most[:, None])
+            n_fill = n_fill + again.sum(dim=1)
         picked_rank = score.argsort(dim=1, descending=True).argsort(dim=1)
-        chosen = masked & (picked_rank < torch.clamp(n_left, max=tokens_per_step)[:, None])
+        chosen = candidates & (picked_rank < n_fill[:, None])
         canvas = torch.where(chosen, draws, canvas)
-        masked &= ~chosen
+        masked = (masked & ~chosen) | again
         step += 1
         if on_step is not None:
             on_step(step, canvas, masked)
-    return canvas
+    return canvas, passes

@@ -2,12 +2,14 @@
 tokens that fit, and a seeded run is reproducible, for BPE and byte-level checkpoints. Masked checkpoints unmask a
 canvas: every position once, the prompt never, one token at a time in random order exactly the any-order model."""
 import itertools
+import json
 
+import numpy as np
 import pytest
 import torch
 
 from checkpoint import load_checkpoint
-from conftest import make_checkpoint, run_in_process, script_error
+from conftest import make_checkpoint, run_in_process, script_error, write_corpus
 from evals.any_order import nll_from_log_probs, unmask
 from evals.ppl import score_windows
 from test_any_order import all_sequences, linear_conditionals
@@ -85,8 +87,9 @@ def test_unmasking_fills_each_masked_position_once_and_never_the_prompt():
 
         def record(step, filled, still_masked):
             steps.append((step, filled.clone(), still_masked.clone()))
-        out = unmask(log_probs, canvas, masked, k, order, torch.Generator().manual_seed(k), on_step=record)
+        out, passes = unmask(log_probs, canvas, masked, k, order, torch.Generator().manual_seed(k), on_step=record)
         assert len(steps) == -(-8 // k) and [s[0] for s in steps] == list(range(1, len(steps) + 1))
+        assert passes.tolist() == [len(steps)] * 6  # one forward pass a step
         assert torch.equal(out[:, :4], canvas[:, :4]) and torch.equal(out, steps[-1][1]) and not steps[-1][2].any()
         before_canvas, before_masked = canvas, masked
         for _, filled, still_masked in steps:
@@ -142,7 +145,7 @@ def test_one_token_at_a_time_in_random_order_samples_the_any_order_model():
     canvas[:, 0] = V
     masked = torch.ones_like(canvas, dtype=torch.bool)
     masked[:, 0] = False
-    samples = unmask(log_probs, canvas, masked, 1, 'random', torch.Generator().manual_seed(0))
+    samples, _ = unmask(log_probs, canvas, masked, 1, 'random', torch.Generator().manual_seed(0))
     codes = (samples[:, 1:] * V ** torch.arange(L - 1, -1, -1)).sum(dim=1)  # row index in all_sequences
     observed = torch.bincount(codes, minlength=len(space)).double()
 
@@ -194,7 +197,7 @@ def test_unmasking_draws_ordinary_tokens_only(tmp_path, monkeypatch):
     path = byte_checkpoint(tmp_path, 'vm', True)
     script = run_in_process('sample.py', f'--ckpt={path}', '--prompt=To be', '--max_new_tokens=10', '--num_samples=4')
     start = script['start']
-    filled = script['unmask_samples']()
+    filled, _ = script['unmask_samples']()
     assert filled.shape == (4, len(start) + 10) and filled[:, :len(start)].tolist() == [start] * 4
     assert ((filled[:, len(start):] >= 0) & (filled[:, len(start):] < 256)).all(), filled  # bytes: ids 0..255
 
@@ -204,3 +207,193 @@ def test_unmasking_needs_a_masked_checkpoint(tmp_path):
     assert 'needs a masked checkpoint' in script_error('sample.py', f'--ckpt={path}', '--order=random')
     assert "order must be" in script_error('sample.py', f'--ckpt={path}', '--order=sideways')
     assert script_error('sample.py', f'--ckpt={path}', '--tokens_per_step=0')
+
+# -----------------------------------------------------------------------------
+# the sampler's options: greedy, semi-autoregressive blocks, remasking, forward passes
+
+
+def unmask_before_options(log_probs, canvas, masked, tokens_per_step=1, order='random', generator=None,
+                          temperature=1.0, top_k=0, allowed=None):
+    """evals.any_order.unmask as it was before blocks, remasking and the pass count (commit 1828431), verbatim but
+    for on_step: the reference the options, when off, must reproduce bit for bit."""
+    canvas, masked = canvas.clone(), masked.clone()
+    B, S = canvas.shape
+    while masked.any():
+        logits = log_probs(canvas, masked).float() / temperature
+        if allowed is not None:
+            logits = logits.masked_fill(~allowed, -float('inf'))
+        if top_k:
+            kth = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1).values[..., -1:]
+            logits = logits.masked_fill(logits < kth, -float('inf'))
+        probs = torch.softmax(logits, dim=-1)
+        draws = torch.multinomial(probs.flatten(0, 1), 1, generator=generator).view(B, S)
+        if order == 'confident':
+            score = probs.max(dim=-1).values
+        else:
+            score = torch.rand(B, S, generator=generator)
+        score = score.masked_fill(~masked, -float('inf'))
+        n_left = masked.sum(dim=1)
+        picked_rank = score.argsort(dim=1, descending=True).argsort(dim=1)
+        chosen = masked & (picked_rank < torch.clamp(n_left, max=tokens_per_step)[:, None])
+        canvas = torch.where(chosen, draws, canvas)
+        masked &= ~chosen
+    return canvas
+
+
+def prompted_canvas(B, S, V, prompt_lengths):
+    """BOS (id V), a prompt of random ids of each row's length, the rest masked."""
+    canvas = torch.randint(0, V, (B, S), generator=torch.Generator().manual_seed(1))
+    canvas[:, 0] = V
+    masked = torch.arange(S) > torch.tensor(prompt_lengths)[:, None]
+    return canvas.masked_fill(masked, 0), masked
+
+
+def steps_of(log_probs, canvas, masked, k, order, seed=0, **options):
+    """-> (canvas, passes) and [(canvas, masked)] before the first and after every step."""
+    states = [(canvas.clone(), masked.clone())]
+    out = unmask(log_probs, canvas, masked, k, order, torch.Generator().manual_seed(seed),
+                 on_step=lambda step, filled, still: states.append((filled.clone(), still.clone())), **options)
+    return out, states
+
+
+@pytest.mark.parametrize('k,order,temperature,top_k', [(1, 'random', 1.0, 0), (3, 'random', 0.7, 2),
+                                                        (3, 'confident', 1.0, 0), (100, 'confident', 1.3, 3)])
+def test_with_the_options_off_the_sampler_is_the_one_before_bit_for_bit(k, order, temperature, top_k):
+    V, S = 6, 14
+    log_probs = linear_conditionals(V, S, seed=5)
+    canvas, masked = prompted_canvas(5, S, V, [3] * 5)
+    allowed = torch.arange(V) != 2
+    for seed in range(3):
+        reference = unmask_before_options(log_probs, canvas, masked, k, order, torch.Generator().manual_seed(seed),
+                                          temperature, top_k, allowed)
+        out, _ = unmask(log_probs, canvas, masked, k, order, torch.Generator().manual_seed(seed), temperature, top_k,
+                        allowed, remask=0.0, block_length=0)
+        assert torch.equal(out, reference)
+
+
+def test_top_k_one_and_a_tiny_temperature_pick_the_argmax(tmp_path):
+    V, S = 7, 12
+    log_probs = linear_conditionals(V, S, seed=2)
+    canvas, masked = prompted_canvas(4, S, V, [2] * 4)
+    for options in (dict(top_k=1), dict(temperature=1e-4)):
+        for order, k in (('random', 1), ('confident', 3)):
+            _, states = steps_of(log_probs, canvas, masked, k, order, **options)
+            for (before, still_before), (after, still_after) in zip(states, states[1:]):
+                newly = still_before & ~still_after
+                assert newly.any()
+                assert torch.equal(after[newly], log_probs(before, still_before).argmax(dim=-1)[newly])
+    # left to right: sample.py's next token with --top_k=1 is the argmax of the logits
+    script = run_in_process('sample.py', f'--ckpt={byte_checkpoint(tmp_path, "ar", None)}', '--max_new_tokens=1',
+                            '--top_k=1')
+    logits = torch.randn(320, generator=torch.Generator().manual_seed(0))
+    assert {script['sample_next'](logits) for _ in range(5)} == {int(logits[:257].argmax())}
+
+
+@pytest.mark.parametrize('order', ['random', 'confident'])
+def test_blocks_fill_left_to_right(order):
+    """Blocks of 4 from each row's first masked position (rows with prompts of 1 and 4 tokens), 3 a step: every step
+    fills positions of one block, the leftmost with a masked position, and each block takes ceil(4 / 3) = 2 steps
+    (the last, of 3 positions, 1)."""
+    V, S, b, k = 5, 16, 4, 3
+    log_probs = linear_conditionals(V, S, seed=4)
+    canvas, masked = prompted_canvas(2, S, V, [1, 4])
+    (out, passes), states = steps_of(log_probs, canvas, masked, k, order, block_length=b)
+    for row, first in ((0, 2), (1, 5)):
+        block = (torch.arange(S) - first).div(b, rounding_mode='floor')
+        for (_, still_before), (_, still_after) in zip(states, states[1:]):
+            newly = (still_before[row] & ~still_after[row]).nonzero().view(-1)
+            if len(newly):
+                leftmost = int(block[still_before[row]].min())
+                assert set(block[newly].tolist()) == {leftmost}  # never a position of a later block
+    # row 0: 14 masked = blocks of 4, 4, 4, 2 -> 2 + 2 + 2 + 1 steps; row 1: 11 = 4, 4, 3 -> 2 + 2 + 1
+    assert passes.tolist() == [7, 5] and not states[-1][1].any()
+    assert torch.equal(out[~masked], canvas[~masked])
+
+
+def test_remasking_masks_again_and_still_fills_every_position_on_schedule():
+    V, S, k = 5, 13, 2
+    log_probs = linear_conditionals(V, S, seed=6)
+    canvas, masked = prompted_canvas(6, S, V, [2] * 6)
+    generated = masked.clone()
+    for order, b in (('random', 0), ('confident', 0), ('random', 5)):
+        (out, passes), states = steps_of(log_probs, canvas, masked, k, order, remask=0.5, block_length=b)
+        _, plain = steps_of(log_probs, canvas, masked, k, order, block_length=b)
+        again = [still_after & ~still_before for (_, still_before), (_, still_after) in zip(states, states[1:])]
+        assert any(a.any() for a in again)  # some filled token was masked again
+        assert all(not (a & ~generated).any() for a in again)  # never BOS or the prompt
+        # the same number masked after every step as without remasking: the same steps and forward passes
+        assert [int(still.sum()) for _, still in states] == [int(still.sum()) for _, still in plain]
+        assert not states[-1][1].any() and passes.tolist() == [len(plain) - 1] * 6
+        assert torch.equal(out[:, :3], canvas[:, :3]) and ((out >= 0) & (out <= V)).all()
+
+
+def test_a_row_with_nothing_left_to_fill_gets_no_forward_pass():
+    """Rows with 10, 3 and 0 masked positions, 2 a step: 5, 2 and 0 passes, and only unfinished rows reach the
+    conditionals; the samples are those of the sampler that gave every row a pass every step."""
+    V, S, k = 5, 13, 2
+    linear = linear_conditionals(V, S, seed=8)
+    rows_seen = []
+
+    def log_probs(x, masked):
+        rows_seen.append(len(x))
+        return linear(x, masked)
+    canvas, masked = prompted_canvas(3, S, V, [2, 9, 12])
+    for order in ('random', 'confident'):
+        rows_seen.clear()
+        out, passes = unmask(log_probs, canvas, masked, k, order, torch.Generator().manual_seed(3))
+        assert passes.tolist() == [5, 2, 0] and rows_seen == [2, 2, 1, 1, 1]
+        assert torch.equal(out, unmask_before_options(linear, canvas, masked, k, order,
+                                                      torch.Generator().manual_seed(3)))
+
+
+def test_sample_py_reports_forward_passes_and_takes_the_options(tmp_path, capsys):
+    path = byte_checkpoint(tmp_path, 'vm', True)
+    for options, passes in ((('--tokens_per_step=4',), 4), (('--tokens_per_step=4', '--block_length=6'), 5),
+                            (('--tokens_per_step=4', '--remask=0.3'), 4)):
+        script = run_in_process('sample.py', f'--ckpt={path}', '--max_new_tokens=16', '--num_samples=2', *options)
+        assert script['forward_passes'] == passes and f"{passes} forward passes per sample" in capsys.readouterr().err
+        assert not any(len(ids) != 17 for ids in script['sequences'])
+    script = run_in_process('sample.py', f'--ckpt={byte_checkpoint(tmp_path, "ar", None)}', '--max_new_tokens=5',
+                            '--num_samples=2')
+    assert script['passes'] == [5, 5] and '5 forward passes per sample' in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        run_in_process('sample.py', '--help')
+    shown = capsys.readouterr().out
+    assert all(f"--{key}=" in shown for key in ('temperature', 'top_k', 'remask', 'block_length', 'judge'))
+    assert 'drop them' in script_error('sample.py', f'--ckpt={tmp_path / "ar.pt"}', '--block_length=8')
+    assert "'remask' must lie in [0, 1]" in script_error('sample.py', f'--ckpt={path}', '--remask=1.5')
+
+# -----------------------------------------------------------------------------
+# --judge: the samples scored by an ar checkpoint (evals/sample_quality.py)
+
+
+def test_the_judge_scores_held_out_text_as_eval_ppl_does(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    corpus = write_corpus(tmp_path / 'corpus', rng.integers(97, 123, 3000), rng.integers(97, 123, 2000), 'bytes')
+    judge = byte_checkpoint(tmp_path, 'ar', None, seed=1)
+    sampled = byte_checkpoint(tmp_path, 'vm', True)
+    out = tmp_path / 'quality.json'
+    run_in_process('sample.py', f'--ckpt={sampled}', '--max_new_tokens=16', '--num_samples=3', f'--judge={judge}',
+                   f'--judge_dataset={corpus}', '--judge_tokens=480', f'--judge_out={out}', '--temperature=1.0')
+    assert 'held-out text' in capsys.readouterr().out
+    scores = json.load(open(out))
+    run_in_process('eval_ppl.py', f'--ckpt={judge}', f'--dataset={corpus}', '--block_size=17', '--max_tokens=480',
+                   "--baseline_dataset=''", f'--out_dir={tmp_path / "ppl"}', '--progress=False')
+    summary = json.load(open(tmp_path / 'ppl' / 'summary.json'))
+    assert summary['windows'] == scores['held_out_windows'] == 30
+    assert scores['held_out_nll'] == pytest.approx(summary['checkpoints'][0]['nll'], rel=1e-6)
+    assert scores['samples'] == 3 and scores['sampled_tokens'] == 48 and scores['forward_passes'] == 16
+    assert scores['order'] == 'random' and scores['judge_dataset'] == corpus
+
+
+def test_the_judge_must_be_an_exact_likelihood_that_fits_the_samples(tmp_path):
+    sampled = byte_checkpoint(tmp_path, 'vm', True)
+    masked_judge = make_checkpoint(tmp_path / 'mdlm.pt', 'mdlm', tokenizer='bytes', vocab_size=320, block_size=17,
+                                   train_config=dict(two_stream=True))[0]
+    assert 'needs an exact likelihood' in script_error('sample.py', f'--ckpt={sampled}', f'--judge={masked_judge}')
+    short_judge = make_checkpoint(tmp_path / 'short.pt', 'ar', tokenizer='bytes', vocab_size=320, block_size=9)[0]
+    assert "longer than the judge's window" in script_error('sample.py', f'--ckpt={sampled}', f'--judge={short_judge}',
+                                                             '--max_new_tokens=16')
+    bpe_judge = make_checkpoint(tmp_path / 'bpe.pt', 'ar')[0]
+    assert 'same tokens' in script_error('sample.py', f'--ckpt={sampled}', f'--judge={bpe_judge}')
+    assert 'pass --judge=' in script_error('sample.py', f'--ckpt={sampled}', f'--judge_out={tmp_path / "q.json"}')
