@@ -1,13 +1,19 @@
 """evals/sample_quality.py: on an exact Markov chain as the judge, its own samples score its entropy rate and its
 held-out NLL within their standard errors, and sharper or flatter samplers do not; a sampler stuck on one token is
-flagged repetitive even where the judge likes it."""
+flagged repetitive even where the judge likes it. experiments/sample_quality.py: its tables and plots from a
+synthetic record, the same bytes every time."""
+import json
 import math
+import os
+import shutil
 
 import numpy as np
 import pytest
 import torch
 
 from evals.sample_quality import REPETITIVE_FRACTION, sample_nll, sample_quality, unigram_entropy
+from experiments import sample_quality as sq
+from experiments.stats import mean_std
 
 BOS = 4  # the chain's tokens are 0..3
 
@@ -99,3 +105,75 @@ def test_only_the_sampled_tokens_are_scored_given_everything_before_them():
     scores = sample_quality(judge, sequences + [[BOS, 1, 2]], 3, held_out)  # one ended at once: left out
     assert scores['samples'] == 3 and scores['sampled_tokens'] == 3 + 1 + 4
     assert scores['judge_nll'] == pytest.approx(nll.mean())
+
+# -----------------------------------------------------------------------------
+# experiments/sample_quality.py on a synthetic record
+
+SEEDS = (1337, 1338, 1339)
+# (model, setting directory, sample.py settings, forward passes)
+SETTINGS = [('ar', 'T1', dict(order='left_to_right', temperature=1.0), 127),
+            ('ar', 'T0.8', dict(order='left_to_right', temperature=0.8), 127),
+            ('mdlm', 'random-k1', dict(order='random', tokens_per_step=1), 127),
+            ('mdlm', 'random-k4', dict(order='random', tokens_per_step=4), 32),
+            ('mdlm', 'blocks32-k4', dict(order='confident', tokens_per_step=4, block_length=32), 32)]
+
+
+def scores(index, seed_index):
+    """Known numbers for setting `index`, seed `seed_index`: judge NLL, entropy, repetitive."""
+    nll = 1.6 + 0.5 * index + 0.01 * seed_index ** 2
+    entropy = 3.1 - 0.2 * index + 0.03 * seed_index
+    return nll, entropy, index == 4 and seed_index == 0
+
+
+def write_record(root):
+    for index, (model, name, options, passes) in enumerate(SETTINGS):
+        for seed_index, seed in enumerate(SEEDS):
+            nll, entropy, repetitive = scores(index, seed_index)
+            run = dict(dict(order='random', tokens_per_step=1, block_length=0, remask=0.0, temperature=1.0), **options,
+                       ckpt=f'out/{model}/{seed}/ckpt_best.pt', top_k=0, seed=seed, prompt='', new_tokens=127,
+                       judge='out/judge/ckpt_best.pt', forward_passes=passes, judge_nll=nll,
+                       judge_nll_se=0.05, entropy=entropy, entropy_se=0.02, held_out_nll=1.795, held_out_nll_se=0.015,
+                       held_out_entropy=3.11, repetitive=repetitive, repetitive_samples=int(repetitive), samples=32,
+                       sampled_tokens=32 * 127, held_out_windows=125)
+            os.makedirs(root / 'samples' / model / name, exist_ok=True)
+            (root / 'samples' / model / name / f'{seed}.json').write_text(json.dumps(run))
+    for model, seed, loss in [('ar', s, 1.8 + 0.01 * i) for i, s in enumerate(SEEDS)] + [('judge', None, 1.7)]:
+        folder = root / 'judge' if model == 'judge' else root / 'train' / model / str(seed)
+        os.makedirs(folder, exist_ok=True)
+        rows = [dict(iter=100, train_loss=3.0), dict(iter=100, val_loss=3.0), dict(iter=200, val_loss=loss)]
+        (folder / 'log.jsonl').write_text(''.join(json.dumps(row) + '\n' for row in rows))
+
+
+def test_the_summary_tables_every_setting_over_seeds(tmp_path):
+    write_record(tmp_path)
+    lines = sq.report(str(tmp_path))
+    text = (tmp_path / 'tables.md').read_text()
+    assert text == '\n'.join(lines) + '\n' and 'verdict' not in text.lower()
+    assert 'scores held-out text at 1.795 ± 0.015' in text
+    names = {2: 'random', 3: 'random', 4: 'confident, blocks 32'}
+    for index, (model, _, options, passes) in enumerate(SETTINGS):
+        column = lambda i: [scores(index, s)[i] for s in range(3)]  # noqa: E731
+        sampler = names.get(index, f"T={options.get('temperature', 1.0):g}")
+        k = options.get('tokens_per_step', '-') if model != 'ar' else '-'
+        row = (f"| {sq.MODELS[model]} | {sampler} | {k} | {passes} | {mean_std(column(0), '.3f')} | "
+               f"{mean_std(column(1), '.3f')} | {'1 of 3' if index == 4 else 'no'} | 1337, 1338, 1339 |")
+        assert row in lines, row
+    assert lines.index(next(line for line in lines if '| T=0.8 |' in line)) < \
+        lines.index(next(line for line in lines if '| T=1 |' in line))  # rows in a fixed order
+    assert '| ar | 200 | 1.810 ± 0.010 | 1337, 1338, 1339 |' in lines
+    assert '| judge | 200 | 1.700 ± 0.000 | one run |' in lines
+    plotted = (tmp_path / 'judge_nll.csv').read_text().splitlines()
+    assert 'mdlm random,32.0,3.1167' in plotted and f'{sq.REFERENCE},32.0,1.795' in plotted  # mean of seeds
+    assert f'{sq.REFERENCE},127.0,1.795' in plotted and (tmp_path / 'judge_nll.png').exists()
+    assert (tmp_path / 'entropy.png').exists() and f'{sq.REFERENCE},32.0,3.11' in (tmp_path / 'entropy.csv').read_text()
+
+
+def test_the_summary_regenerates_byte_for_byte(tmp_path):
+    write_record(tmp_path / 'a')
+    sq.report(str(tmp_path / 'a'))
+    shutil.copytree(tmp_path / 'a' / 'samples', tmp_path / 'b' / 'samples')
+    shutil.copytree(tmp_path / 'a' / 'train', tmp_path / 'b' / 'train')
+    shutil.copytree(tmp_path / 'a' / 'judge', tmp_path / 'b' / 'judge')
+    sq.report(str(tmp_path / 'b'))
+    for name in ('tables.md', 'judge_nll.csv', 'entropy.csv', 'judge_nll.png', 'entropy.png'):
+        assert (tmp_path / 'a' / name).read_bytes() == (tmp_path / 'b' / name).read_bytes(), name
