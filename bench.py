@@ -67,7 +67,8 @@ check = False                 # True: the self-check below (compiled flex = dens
                               # and MFU against the targets), one verdict line each, instead of the benchmark
 # -----------------------------------------------------------------------------
 one_line_errors('bench.py')
-config_keys = [k for k, v in globals().items() if not k.startswith('_') and isinstance(v, (int, float, bool, str, tuple, type(None)))]
+config_keys = [k for k, v in globals().items()
+               if not k.startswith('_') and isinstance(v, (int, float, bool, str, tuple, type(None)))]
 configure(globals(), sys.argv[1:])
 config = {k: globals()[k] for k in config_keys}
 
@@ -87,8 +88,8 @@ VARIANTS = {  # name -> (objective, tokenizer, rotary positions); <name>_rope is
     'mlm': (Objective('mlm', mask_ratio=0.15), 'gpt2', False),
     'ar_bytes': (Objective('ar'), 'bytes', False),
 }
-VARIANTS.update({f"{name}_rope": (objective, tokenizer, True) for name, (objective, tokenizer, _) in list(VARIANTS.items())
-                 if tokenizer == 'gpt2'})
+VARIANTS.update({f"{name}_rope": (objective, tokenizer, True)
+                 for name, (objective, tokenizer, _) in list(VARIANTS.items()) if tokenizer == 'gpt2'})
 
 # -----------------------------------------------------------------------------
 # device, precision, what to run
@@ -354,8 +355,8 @@ def self_check():
         # 1) compiled block-sparse flex = dense-mask SDPA (fp32): forward and backward (forward only on CPU)
         batch = to_device(fixed_batch(variant, S, B), device)
         _, tokenizer, rope = VARIANTS[variant]
-        dense, flex = build_model(S, 'sdpa', tokenizer=tokenizer, rope=rope), build_model(S, 'flex', tokenizer=tokenizer,
-                                                                                        rope=rope)
+        dense = build_model(S, 'sdpa', tokenizer=tokenizer, rope=rope)
+        flex = build_model(S, 'flex', tokenizer=tokenizer, rope=rope)
         torch._dynamo.reset()
         flex_step = torch.compile(flex, dynamic=False)
         with torch.set_grad_enabled(cuda):
@@ -394,8 +395,9 @@ def self_check():
           flush=True)
     rows = run_speed(S, 'train', train_backends, probe_memory=False)
     fastest = fastest_rows(rows, lambda row: row['variant'])
-    print(f"speed at S={S}, batch {B}: " + ', '.join(f"{r['variant']}/{r['backend']} {r['ms_per_step']:.1f} ms"
-                                                      + (f" MFU {100 * r['mfu']:.1f}%" if r['mfu'] else '') for r in rows))
+    print(f"speed at S={S}, batch {B}: " + ', '.join(
+        f"{r['variant']}/{r['backend']} {r['ms_per_step']:.1f} ms" + (f" MFU {100 * r['mfu']:.1f}%" if r['mfu'] else '')
+        for r in rows))
     attention = run_attention(S, B, cuda)
     ratio = {v: fastest[v]['ms_per_step'] / fastest['ar']['ms_per_step'] for v in fastest if 'ar' in fastest}
     for t in [target('dar step / ar step', DAR_OVER_AR_MAX, ratio.get('dar'), True, 'lower', ''),
@@ -447,8 +449,9 @@ for row in runs:
 ratios = {f"{v}/ar": {str(S): fastest[('train', S, v)]['ms_per_step'] / fastest[('train', S, 'ar')]['ms_per_step']
                       for S in speed_lens} for v in variants if v != 'ar' and 'ar' in variants}
 # rope against the learned table, objective by objective (the same run, so the same machine state)
-ratios.update({f"{v}/{v[:-5]}": {str(S): fastest[('train', S, v)]['ms_per_step'] / fastest[('train', S, v[:-5])]['ms_per_step']
-                                 for S in speed_lens} for v in variants if v.endswith('_rope') and v[:-5] in variants})
+ratios.update({f"{v}/{v[:-5]}": {str(S): fastest[('train', S, v)]['ms_per_step']
+                                         / fastest[('train', S, v[:-5])]['ms_per_step'] for S in speed_lens}
+               for v in variants if v.endswith('_rope') and v[:-5] in variants})
 memory_slopes = {}  # growth exponent between the two longest lengths: log(memory ratio) / log(length ratio)
 for variant in memory_variants:
     for backend in train_backends:
@@ -504,14 +507,17 @@ lines += ['', f"attention only (dar masks, S={attention['seq_len']}, batch {atte
           'growth exponents (1 linear, 2 quadratic): ' + (', '.join(f"{k} {v:.2f}" for k, v in memory_slopes.items())
                                                           or 'n/a (one length)'),
           '', '| target | goal | measured | status | where |', '|---|---|---|---|---|']
-lines += [f"| {t['name']} | {t['target']} | {fmt(t['measured'], '.3f')} | {t['status']} | {t['note']} |" for t in targets]
+lines += [f"| {t['name']} | {t['target']} | {fmt(t['measured'], '.3f')} | {t['status']} | {t['note']} |"
+          for t in targets]
 table = '\n'.join(lines) + '\n'
 print(table)
 
 result = dict(device=device_name, device_type=device_type, torch=torch.__version__, date=stamp, dtype=dtype,
               compile=compile, model=dict(n_layer=n_layer, n_head=n_head, n_embd=n_embd, mlp=mlp, bias=bias,
-                                          vocab_size=ModelConfig.vocab_size, params=build_model(4, 'sdpa', 'meta').num_params()),
-              tokens_per_step=tokens_per_step, warmup=warmup, steps=steps, peak_tflops=device_peak and device_peak / 1e12,
+                                          vocab_size=ModelConfig.vocab_size,
+                                          params=build_model(4, 'sdpa', 'meta').num_params()),
+              tokens_per_step=tokens_per_step, warmup=warmup, steps=steps,
+              peak_tflops=device_peak and device_peak / 1e12,
               memory_method=MEMORY_METHOD, runs=runs, ratios=ratios, attention=attention,
               memory=memory, memory_batch=memory_batch, memory_slopes=memory_slopes, targets=targets, config=config)
 atomic_write(os.path.join(out_dir, 'bench.json'), json.dumps(result, indent=1) + '\n')

@@ -145,7 +145,8 @@ def budget_check(report, settings, title, run_dirs, plot, steps, floor=None):
 # Table 7 / Fig. 3 and Thm 4.3's masked loss
 
 def pooled_ppl(run, buckets):  # the perplexity of a run's targets in a range of eval_ppl's buckets
-    return math.exp(sum(b['nll_sum'] for b in run['buckets'][buckets]) / sum(b['targets'] for b in run['buckets'][buckets]))
+    chosen = run['buckets'][buckets]
+    return math.exp(sum(b['nll_sum'] for b in chosen) / sum(b['targets'] for b in chosen))
 
 def short_ppl(run):  # prefixes k < 8
     return pooled_ppl(run, slice(0, SHORT_BUCKETS))
@@ -191,8 +192,8 @@ def judge_b1_b2(report, runs7, ppl, pairs):
         for name, runs in runs7[data].items():
             if not name.startswith('('):
                 report.compare('B2', 'highest at the shortest prefixes', f'{data}: {name}, k < 8 above every later '
-                               'bucket (log ppl)', [math.log(short_ppl(run)) - longer_log_ppls(run).max() for run in runs],
-                               1, 'the mean')
+                               'bucket (log ppl)',
+                               [math.log(short_ppl(run)) - longer_log_ppls(run).max() for run in runs], 1, 'the mean')
     for data, mlm, vm in pairs:
         gains = []
         for mlm_run, vm_run in zip(runs7[data][mlm], runs7[data][vm]):
@@ -272,7 +273,8 @@ def table7_section(report, settings, run_dir, gpt2_table7):
     return on_plateau
 
 def maskloss_section(report, settings, run_dir, suffix, steps, fixed_vs_vm):
-    """Thm 4.3 measured (theory.py maskloss): masked loss at fixed mask ratios, inside and outside the training ranges."""
+    """Thm 4.3 measured (theory.py maskloss): masked loss at fixed mask ratios, inside and outside the training
+    ranges."""
     paths = [f'{run_dir}/maskloss-{seed}/maskloss.csv' for seed in settings.seeds]
     if not all(os.path.exists(path) for path in paths):
         return
@@ -300,7 +302,8 @@ def maskloss_section(report, settings, run_dir, suffix, steps, fixed_vs_vm):
                  ["difference", "slope over ρ, per seed (nats per unit ρ)", "seeds with a positive slope",
                   "p (t-test / sign)"],
                  [f"| {vm} - {mlm} | {mean_std(seed_slopes, '.3f')} | {sum(s > 0 for s in seed_slopes)} of "
-                  f"{len(seed_slopes)} | {p_values(seed_slopes)} |" for (mlm, vm), seed_slopes in zip(compared, slopes)])
+                  f"{len(seed_slopes)} | {p_values(seed_slopes)} |"
+                  for (mlm, vm), seed_slopes in zip(compared, slopes)])
 
 # -----------------------------------------------------------------------------
 # Table 2: ar vs dar on the offline suite
@@ -381,7 +384,8 @@ def fig2_section(report, settings, mlm15_on_plateau):
             top = np.array([[by_seed[seed][rank] for rank in ranks] for seed in seeds])
             plotted[model] = (ranks, top.mean(axis=0))
             rows.append(f"| {model} | {mean_std(top[:, 0], '.3g')} | "
-                        f"{mean_std(top[:, ranks.index(min(100, ranks[-1]))], '.3g')} | {mean_std(top[:, -1], '.3g')} |")
+                        f"{mean_std(top[:, ranks.index(min(100, ranks[-1]))], '.3g')} | "
+                        f"{mean_std(top[:, -1], '.3g')} |")
         line_plot(f'{settings.res}/fig2_connectivity{suffix}.png', plotted, title=f'Fig. 2: top pairs of pooled '
                   f'features, {scale} ({over(seeds)})', xlabel='pair rank', ylabel='inner product', logx=True)
         ratio = last_rank_ratio(curves, seeds)
@@ -414,7 +418,8 @@ def vision_scores(pattern, key):  # {arm: {seed: value}}
     return found
 
 def vision_section(report, settings):
-    """-> ({arm: probe accuracies}, {arm: fine-tune accuracies}) over seeds, or (None, None) before every seed has them."""
+    """-> ({arm: probe accuracies}, {arm: fine-tune accuracies}) over seeds, or (None, None) before every seed has
+    them."""
     record, seeds, res = settings.record, settings.seeds, settings.res
     probe = vision_scores(f'{record}/vision/eval-*/linprobe.csv', 'val_acc')
     tune = vision_scores(f'{record}/vision/ft-*/finetune.csv', 'val_acc')
@@ -424,8 +429,9 @@ def vision_section(report, settings):
         probe_acc = {arm: [probe[arm][seed] for seed in seeds] for arm in arms}
         tune_acc = {arm: [tune[arm][seed] for seed in seeds] for arm in arms}
         rows = [f"| {arm} | {mean_std(probe_acc[arm])} | {mean_std(tune_acc[arm])} | "
-                + ('(baseline) | (baseline)' if arm == 'ar' else f"{difference_cell(probe_acc['ar'], probe_acc[arm], 1)} | "
-                   f"{difference_cell(tune_acc['ar'], tune_acc[arm], 1)}") + ' |' for arm in arms]
+                + ('(baseline) | (baseline)' if arm == 'ar'
+                   else f"{difference_cell(probe_acc['ar'], probe_acc[arm], 1)} | "
+                        f"{difference_cell(tune_acc['ar'], tune_acc[arm], 1)}") + ' |' for arm in arms]
         report.table("Tables 3 and 9: ar vs dar t = 2..4 on Fashion-MNIST (top-1 %, paper: dar above ar)",
                      ["model", "linear probe", "fine-tune", "probe: minus ar", "fine-tune: minus ar"], rows)
         orders = [1, 2, 3, 4]
