@@ -92,7 +92,7 @@ def print_help(config):
             comments[key] += ' ' + continued[1]
         else:
             key, section = None, line[2:] if re.match(r"# \w", line) else section
-    keys = [k for k, v in config.items() if not k.startswith('_') and
+    keys = [k for k, v in config.items() if is_setting(k) and
             isinstance(v, (int, float, bool, str, tuple, type(None))) and (k in comments or '__file__' not in config)]
     print((ast.get_docstring(ast.parse(source)) or '').strip() + "\n\nkeys (--key=value, after any config files):")
     width = max((len(f"--{k}={config[k]!r}") for k in keys), default=0)
@@ -100,6 +100,12 @@ def print_help(config):
         if sections.get(k):
             print(f"# {sections[k]}")
         print((f"  --{k}={config[k]!r}".ljust(width + 4) + (f"# {comments[k]}" if comments.get(k) else '')).rstrip())
+
+
+def is_setting(key):
+    """A script's settings are its globals but for _private ones and UPPER_CASE constants (URLs, class names),
+    which no config file or command line changes (a one-letter name like theory.py's T is a setting)."""
+    return not key.startswith('_') and not (key.isupper() and len(key) > 1)
 
 
 def configure(config, argv):
@@ -125,7 +131,7 @@ def configure(config, argv):
                 value = collected[key]
             items, arg = [(key, value)], f"--{key}"
         for key, value in items:
-            if key not in config:
+            if key not in config or not is_setting(key):
                 raise UsageError(f"unknown config key {key!r} (from {arg}): "
                                  "check the spelling against the script's globals")
             config[key] = _coerce(key, value, config[key])
