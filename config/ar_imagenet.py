@@ -3,6 +3,7 @@
 # says base lr 5e-4 with Adam: --learning_rate=8e-3 for that reading). The other <objective>_imagenet.py start here.
 # ar = next patch in raster order, two-stream (= dar with t = 1: the paper's ar row is its t = 1 row of Table 9).
 # Data: ImageNet in the ImageFolder layout, data/imagenet/{train,val}/<class>/*.JPEG.
+# Positions: MAE's fixed 2-D sine-cosine table, as every image config (rope applies to text only).
 # $ torchrun --standalone --nproc_per_node=8 train.py config/ar_imagenet.py
 # ViT-S on ImageNet-100 (Table 3, left): --n_layer=12 --n_head=6 --n_embd=384 --dataset=imagefolder:data/imagenet100
 #   --max_iters=6186 --lr_decay_iters=6186 --warmup_iters=309   (126,689 images: 30.9 iterations an epoch)

@@ -3,6 +3,8 @@
 # batch 8192 sequences = 128 per micro-step x 64 micro-steps (spread over the GPUs: 8 GPUs -> 8 each).
 # Cramming ramps the batch up to 8192; we train at the full batch from step 0 (say so when comparing).
 # Prepare the data first: python data/pile/prepare.py --input='/path/to/pile/*.jsonl.zst'
+# Positions: a learned table (rope=False, train.py's default), the absolute positions of the BERT / GPT-2 models the
+# paper compares; the paper names no other. The CPU byte recipe uses rotary positions (config/shakespeare_bytes.py).
 out_dir = 'out-ar-pile'
 dataset = 'pile'
 objective = 'ar'

@@ -3,6 +3,10 @@
 # model on one CPU core learns real context in minutes (nanoGPT's shakespeare_char). The objective is each
 # config's own; this file sets none (train.py's default is ar).
 dataset = 'shakespeare_bytes'
+# Rotary positions (RoPE, Su et al. 2021) instead of a learned table: a masked target's input carries no byte, so it
+# must find its neighbours by position, and a learned table starts with none; with RoPE every masked arm left the
+# unigram plateau within 100-200 steps on every seed, and ar and dar ended lower (experiments/rope-pilot/).
+rope = True
 n_layer = 4
 n_head = 4
 n_embd = 128
