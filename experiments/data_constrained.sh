@@ -52,9 +52,7 @@ SMALL_BYTES=32768
 STEPS=${STEPS:-3200}  # the registered budget; a smaller one only to smoke-test the script
 LR=5e-4
 EVAL_INTERVAL=100
-# --rope=False: the learned position table, as the record was made (the byte recipe has used rotary positions since
-# the rope pilot, rope-pilot/; pinned afterwards so that a resumed or repeated run trains what the record holds)
-RECIPE="--batch_size=16 --block_size=64 --max_iters=$STEPS --lr_decay_iters=$STEPS --warmup_iters=100 --rope=False \
+RECIPE="--batch_size=16 --block_size=64 --max_iters=$STEPS --lr_decay_iters=$STEPS --warmup_iters=100 \
 --learning_rate=$LR --min_lr=$($PYTHON -c "print($LR / 10)") --eval_interval=$EVAL_INTERVAL --eval_iters=20 --progress=False"
 $PYTHON data/shakespeare/prepare.py --tokenizer=bytes > /dev/null
 mkdir -p "$OUT" "$RES"
@@ -92,8 +90,10 @@ run() {  # run SIZE ARM SEED: skipped when its log in the record is complete
     [ -f "$dir/ckpt_last.pt" ] && start=--init_from=resume
     local bytes=$SMALL_BYTES; [ "$size" = full ] && bytes=0
     mkdir -p "$(dirname "$dir")"
+    # --rope=False: the learned position table the record was made with (the byte recipe has used rotary positions
+    # since the rope pilot, rope-pilot/; pinned afterwards, outside RECIPE, so settings.json stays as recorded)
     # shellcheck disable=SC2046
-    $PYTHON train.py $(config "$arm") $RECIPE --seed="$seed" --train_tokens=$bytes $start --overwrite=True \
+    $PYTHON train.py $(config "$arm") $RECIPE --rope=False --seed="$seed" --train_tokens=$bytes $start --overwrite=True \
         --out_dir="$dir" > "$dir.txt" 2>&1 || { echo "failed: $dir (see $dir.txt)" >&2; return 1; }
     mkdir -p "$keep" && cp "$dir/log.jsonl" "$keep/log.jsonl"
     echo "done: $size $arm $seed"
