@@ -471,7 +471,7 @@ targets = [
     target('byte-level ar step / GPT-2-head ar step', BYTES_OVER_AR_MAX, ratios.get('ar_bytes/ar', {}).get(top),
            not on_gpu, 'lower', f"S={top}, {device_type}, {n_layer} x {n_embd}"),
     target('rope step / learned-table step (worst objective)', ROPE_OVER_LEARNED_MAX,
-           max((r[top] for k, r in ratios.items() if k.split('/')[0].endswith('_rope')), default=None), not on_gpu,
+           max((ratios[f"{v}/{v[:-5]}"][top] for v in variants if f"{v}/{v[:-5]}" in ratios), default=None), not on_gpu,
            'lower', f"S={top}, {device_type}"),
     target('flex / dense-SDPA dar attention fwd+bwd speedup', FLEX_ATTN_SPEEDUP_MIN, attention['speedup'],
            on_gpu and attention['seq_len'] == 1024, 'higher',
