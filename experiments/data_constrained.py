@@ -4,7 +4,11 @@ epoch, and the hypotheses H1-H5 registered at the top of data_constrained.sh, ju
 seeds goes the stated way and a one-sided paired t-test over the seeds gives p < 0.05. Beside each p: how many seeds
 go the stated way and the one-sided exact sign test (3 seeds: never below 1/8, so it does not decide). A run whose
 first evaluations repeat a pilot log bit for bit (pilot/*.jsonl) is named, and its seed marked '*'.
-usage: python -m experiments.data_constrained [RECORD] [RES]   (default: experiments/data-constrained for both)"""
+The same for the registration made again with rotary positions (data_constrained_rope.sh, record
+data-constrained-rope/): H1-H8, and beside each verdict its minimum detectable effect (registered, and from the
+record's own spread).
+usage: python -m experiments.data_constrained [RECORD] [RES] [SCRIPT]   (default: experiments/data-constrained for
+both, data_constrained.sh)"""
 import glob
 import json
 import os
@@ -13,12 +17,17 @@ import sys
 
 import numpy as np
 
-from experiments.stats import mean_std, paired_t_test, sign_test_one_sided_p
+from experiments.stats import mean_std, minimum_detectable_effect, paired_t_test, sign_test_one_sided_p
 from output import atomic_write, line_plot
 
 SIGNIFICANCE = 0.05
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data_constrained.sh')
-NAMES = {'ar': 'ar', 'dar': 'dar t=2', 'mdlm': 'masked diffusion', 'vm': 'vm [0.15, 0.3]'}
+# in table order; dar4 and ar_random are the rope registration's (data_constrained_rope.sh)
+NAMES = {'ar': 'ar', 'dar': 'dar t=2', 'dar4': 'dar t=4', 'ar_random': 'ar random order', 'mdlm': 'masked diffusion',
+         'vm': 'vm [0.15, 0.3]'}
+TITLES = {'data_constrained.sh': 'Data-constrained: look ahead vs look around when data repeats',
+          'data_constrained_rope.sh': 'Data-constrained, registered again with rotary positions: look ahead vs look '
+                                      'around when data repeats'}
 
 # -----------------------------------------------------------------------------
 # the registered text and its numbers (data_constrained.sh's header, read, never restated here)
@@ -41,6 +50,20 @@ def registered(script=SCRIPT):
         if constant:
             constants[constant.group(1)] = float(constant.group(2))
     return hypotheses, constants
+
+# '#   MDE H1: paired sd 0.0071 (source), MDE 0.0096': a hypothesis's minimum detectable effect as registered
+MDE_LINE = re.compile(r'   MDE ([A-Z]\d): paired sd ([0-9.]+) \((.+)\), MDE ([0-9.]+)$')
+
+def registered_mdes(script=SCRIPT):
+    """{'H1': {'sd': 0.0071, 'sd_text': '0.0071', 'source': ..., 'mde': 0.0096, 'mde_text': '0.0096'}, ...} from the
+    '#   MDE Hn: ...' lines of a registered script's header ({} for a script that registers none)."""
+    found = {}
+    for line in open(script):
+        match = line.startswith('#') and MDE_LINE.match(line[1:].rstrip())
+        if match:
+            name, sd, source, mde = match.groups()
+            found[name] = dict(sd=float(sd), sd_text=sd, source=source, mde=float(mde), mde_text=mde)
+    return found
 
 # -----------------------------------------------------------------------------
 # runs and their summaries
@@ -106,27 +129,39 @@ def one_sided_p(differences):
 # -----------------------------------------------------------------------------
 # the report
 
-def judge(name, text, differences, seeds, fmt='.3f', marked=()):
+def judge(name, text, differences, seeds, fmt='.3f', marked=(), mde=None, power=0.8):
     """differences: the registered quantity signed so that the hypothesis says > 0, paired by seed. The t-test
-    decides, as registered; beside it the seeds that go the stated way and the one-sided sign test."""
+    decides, as registered; beside it the seeds that go the stated way and the one-sided sign test. mde: the
+    hypothesis's registered minimum detectable effect (registered_mdes), printed beside the verdict with the one this
+    record's own spread gives (the one-sided paired t-test at p < 0.05 with the given power over these seeds)."""
     differences = np.asarray(differences, float)
     p = one_sided_p(differences) if len(differences) > 1 else 1.0
     met = differences.mean() > 0 and p < SIGNIFICANCE
     cells = ', '.join(f"{s}{'*' if s in marked else ''}: {d:+{fmt}}" for s, d in zip(seeds, differences))
-    return [f"**{name}** {text}", "",
-            f"- measured: {mean_std(differences, fmt)} ({cells}); one-sided paired t-test p = {p:.2g} "
-            f"({int((differences > 0).sum())} of {len(differences)} seeds, t-test as registered), "
-            f"one-sided sign test p = {sign_test_one_sided_p(differences):.3g}",
-            f"- verdict: {'effect (met)' if met else 'not met'}", ""]
+    lines = [f"**{name}** {text}", "",
+             f"- measured: {mean_std(differences, fmt)} ({cells}); one-sided paired t-test p = {p:.2g} "
+             f"({int((differences > 0).sum())} of {len(differences)} seeds, t-test as registered), "
+             f"one-sided sign test p = {sign_test_one_sided_p(differences):.3g}",
+             f"- verdict: {'effect (met)' if met else 'not met'}", ""]
+    if mde is not None:
+        sd = differences.std(ddof=1) if len(differences) > 1 else 0.0
+        own = (f"{minimum_detectable_effect(sd, len(differences), SIGNIFICANCE, power):{fmt}} (paired sd {sd:{fmt}})"
+               if sd > 0 else '– (the differences do not vary)')
+        lines.insert(-1, f"- minimum detectable effect (one-sided paired t-test p < {SIGNIFICANCE:g}, power {power:g}, "
+                         f"{len(differences)} seeds): registered {mde['mde_text']} (paired sd {mde['sd_text']}, "
+                         f"{mde['source']}); from this record's spread {own}")
+    return lines
 
-def report(record, res):
+def report(record, res, script=SCRIPT):
     settings, runs = load(record)
-    hypotheses, constants = registered()
+    hypotheses, constants = registered(script)
+    mdes, name = registered_mdes(script), os.path.basename(script)
     tolerance, learned_below = constants['TOLERANCE'], constants['LEARNED_BELOW']
     sizes = [size for size in settings['train_bytes'] if any(key[0] == size for key in runs)]
-    lines = ["# Data-constrained: look ahead vs look around when data repeats", "",
+    command = 'experiments.data_constrained' + ('' if script == SCRIPT else f' RECORD RES experiments/{name}')
+    lines = [f"# {TITLES.get(name, name)}", "",
              "Drawn from the record (settings.json, runs/SIZE/ARM/SEED/log.jsonl) by `python -m "
-             f"experiments.data_constrained`. Recipe: {settings['recipe']}. "
+             f"{command}`. Recipe: {settings['recipe']}. "
              f"{settings['steps']} steps, {settings['bytes_per_step']} bytes a step; held-out NLL per byte every "
              f"{settings['eval_interval']} steps on {settings['eval_bytes']} held-out bytes (the same windows for "
              "every arm of a seed).", ""]
@@ -154,7 +189,8 @@ def report(record, res):
         for arm in arms:
             column = lambda key: [stats[arm][seed][key] for seed in seeds]
             lines.append(f"| {NAMES[arm]} | {mean_std(column('best'), '.3f')} | "
-                         f"{mean_std(epochs(settings, size, column('reached')), '.1f')} | {mean_std(column('end'), '.3f')} | "
+                         f"{mean_std(epochs(settings, size, column('reached')), '.1f')} | "
+                         f"{mean_std(column('end'), '.3f')} | "
                          f"{mean_std(column('rise'), '.3f')} | {mean_std(column('train_end'), '.3f')} |")
         lowest_last = lambda nll: np.argmin(nll) == len(nll) - 1
         improving = [NAMES[arm] for arm in arms if all(lowest_last(runs[(size, arm)][s][1]) for s in seeds)]
@@ -178,31 +214,52 @@ def report(record, res):
             lines += ["", f"Crossover (masked diffusion below ar from there to the end): mean curves {said(crossed)}; "
                       f"by seed {', '.join(f'{s}: {said(c)}' for s, c in zip(seeds, per_seed))}."]
         lines.append("")
-    lines += ["## Verdicts (registered in data_constrained.sh before the runs)", ""]
+    lines += [f"## Verdicts (registered in {name} before the runs)", ""]
+    if 'seeds' in settings:  # a registration that names its seeds: no verdict before every one has every arm
+        registered_seeds = [int(seed) for seed in settings['seeds']]
+        missing = {size: [seed for seed in registered_seeds if seed not in judged[size][1]] if size in judged
+                   else registered_seeds for size in settings['train_bytes']}
+        if any(missing.values()):
+            said = '; '.join(f"{size}: {', '.join(map(str, seeds))}" for size, seeds in missing.items() if seeds)
+            lines += [f"Pending: not every registered run has finished (seeds still missing an arm: {said}), so no "
+                      "hypothesis is judged yet.", ""]
+            atomic_write(os.path.join(res, 'tables.md'), '\n'.join(lines).rstrip() + '\n')
+            return lines
     take = lambda size, arm, key: np.array([judged[size][0][arm][s][key] for s in judged[size][1]])
+    has = lambda size, *arms: size in judged and all(arm in judged[size][0] for arm in arms)
+    verdict = lambda hypothesis, differences, size, arms, fmt='.3f': judge(
+        hypothesis, hypotheses[hypothesis], differences, judged[size][1], fmt, marked(size, *arms),
+        mdes.get(hypothesis))
     if 'small' in judged:
         seeds = judged['small'][1]
         lines += judge('H1', hypotheses['H1'], take('small', 'ar', 'rise') - constants['RISE'], seeds,
-                       marked=marked('small', 'ar'))
+                       marked=marked('small', 'ar'), mde=mdes.get('H1'))
         if (take('small', 'mdlm', 'best') < learned_below).all():
             lines += judge('H2', hypotheses['H2'], epochs(settings, 'small', take('small', 'mdlm', 'reached')
                                                           - take('small', 'ar', 'reached')), seeds, '.1f',
-                           marked('small', 'ar', 'mdlm'))
+                           marked('small', 'ar', 'mdlm'), mdes.get('H2'))
             lines += judge('H3', hypotheses['H3'], take('small', 'ar', 'end') - take('small', 'mdlm', 'end'), seeds,
-                           marked=marked('small', 'ar', 'mdlm'))
+                           marked=marked('small', 'ar', 'mdlm'), mde=mdes.get('H3'))
         else:
             lines += [f"**H2, H3** not judged: masked diffusion's best is not below {learned_below} on every seed "
                       "(it did not leave the unigram plateau), as registered.", ""]
     if 'full' in judged:
         lines += judge('H4', hypotheses['H4'], take('full', 'mdlm', 'end') - take('full', 'ar', 'end'),
-                       judged['full'][1], marked=marked('full', 'ar', 'mdlm'))
+                       judged['full'][1], marked=marked('full', 'ar', 'mdlm'), mde=mdes.get('H4'))
     if 'small' in judged:
         lines += judge('H5', hypotheses['H5'], take('small', 'ar', 'rise') - take('small', 'dar', 'rise'),
-                       judged['small'][1], marked=marked('small', 'ar', 'dar'))
+                       judged['small'][1], marked=marked('small', 'ar', 'dar'), mde=mdes.get('H5'))
+    # the rope registration's (data_constrained_rope.sh): order-diverse ar overfits less; diffusion's best below ar's
+    for hypothesis, other in (('H6', 'dar4'), ('H7', 'ar_random')):
+        if hypothesis in hypotheses and has('small', 'ar', other):
+            lines += verdict(hypothesis, take('small', 'ar', 'rise') - take('small', other, 'rise'), 'small',
+                             ('ar', other))
+    if 'H8' in hypotheses and has('small', 'ar', 'mdlm'):
+        lines += verdict('H8', take('small', 'ar', 'best') - take('small', 'mdlm', 'best'), 'small', ('ar', 'mdlm'))
     atomic_write(os.path.join(res, 'tables.md'), '\n'.join(lines).rstrip() + '\n')
     return lines
 
 
 if __name__ == '__main__':
     args = sys.argv[1:] + ['experiments/data-constrained'] * (2 - len(sys.argv[1:]))
-    print('\n'.join(report(*args[:2])))
+    print('\n'.join(report(*args[:2], *[os.path.abspath(script) for script in args[2:3]])))
