@@ -418,4 +418,6 @@ def test_byte_configs_score_a_subset_and_the_experiments_say_how_much():
         assert bytes_config['max_tokens'] == 32000 and bytes_config['dataset'] == f'{corpus}_bytes'
     calls = [line for name in os.listdir(os.path.join(ROOT, 'experiments')) if name.endswith('.sh')
              for line in logical_lines(os.path.join(ROOT, 'experiments', name)) if 'eval_ppl.py config/' in line]
-    assert len(calls) == 3 and all('--max_tokens=' in line for line in calls), calls
+    scripts = {name for name in os.listdir(os.path.join(ROOT, 'experiments')) if name.endswith('.sh')}
+    assert {'reproduce.sh', 'data_constrained.sh', 'masked_generators.sh'} <= scripts  # the recorded ones, at least
+    assert len(calls) >= 3 and all('--max_tokens=' in line for line in calls), calls
