@@ -2,19 +2,27 @@
 reproduce.sh's settings): mean ± sample std over pretraining seeds, differences paired by seed with a two-sided paired
 t-test and an exact sign test, the budget check of each comparison and, at byte level, the hypotheses B1-B4 written at
 the top of reproduce.sh judged by their registered text. A table is written once every seed of it is in the record.
-usage: python -m experiments.summarize RECORD RES "SEEDS" DEFAULT_STEPS GPT2_RECORD "GPT2_SEEDS" GPT2_STEPS TOKENS"""
+REGISTRATION, when given, is a script whose header registers the hypotheses instead (reproduce_rope.sh: B1-B4 word
+for word and B5, the any-order bound of two-stream mdlm against two-stream vm): they are read from it, B5's bounds
+are tabled, and beside each comparison its minimum detectable effect (from the learned record's spread, and from this
+record's).
+usage: python -m experiments.summarize RECORD RES "SEEDS" DEFAULT_STEPS GPT2_RECORD "GPT2_SEEDS" GPT2_STEPS TOKENS
+       [REGISTRATION]"""
 import csv
 import glob
 import json
 import math
 import os
+import re
 import shutil
 import sys
+import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from experiments.stats import as_printed, mean_std, paired_t_test, sign_test_p
+from experiments.data_constrained import registered as registered_text
+from experiments.stats import as_printed, mean_std, minimum_detectable_effect, paired_t_test, sign_test_p
 from output import line_plot, log_ranks
 
 SIGNIFICANCE = 0.05  # a comparison is an effect only where its registered rule holds and the t-test's p is below this
@@ -58,8 +66,8 @@ class Comparison:
         said = direction(as_printed(self.differences, self.fmt), self.sign)
         return said == 'yes' if self.rule == 'every seed' else said in ('yes', 'weak')
 
-    def effect(self):
-        return self.rule_met() and paired_t_test(self.differences)[1] < SIGNIFICANCE
+    def effect(self):  # one seed is no test
+        return len(self.differences) > 1 and self.rule_met() and paired_t_test(self.differences)[1] < SIGNIFICANCE
 
 
 @dataclass
@@ -85,6 +93,7 @@ class Settings:
     gpt2_seeds: list
     gpt2_steps: str
     byte_level: bool
+    registration: str = ''  # a script registering the hypotheses (reproduce_rope.sh); '' = reproduce.sh's B1-B4
 
     def gpt2_header(self):
         return [f"GPT-2 BPE, {self.gpt2_steps} steps ({len(self.gpt2_seeds)} seeds)"] if self.gpt2_record else []
@@ -97,6 +106,45 @@ REGISTERED = {
     'B2': "every masked model's perplexity is highest at the shortest prefixes, and vm's gain is largest there.",
     'B3': "dar t = 2 is above ar on the offline suite's average, linear probe and fine-tune.",
     'B4': "mlm 0.15's cosine connectivity is above ar's at the last kept rank, on every seed."}
+
+# a registration made again (reproduce_rope.sh): its comparisons' minimum detectable effects come from the learned
+# record's spread (the same comparisons, the learned position table, 5 seeds, 3000 steps)
+LEARNED_RECORD = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'repro-bytes', 'runs')
+LEARNED_SEEDS, LEARNED_STEPS = ['1337', '1338', '1339', '1340', '1341'], '3000'
+POWER = 0.8
+# '#   MDE B1: paired sd 1.2-3.4 (source), MDE 2.0-5.7': a hypothesis's registered range over its comparisons
+MDE_LINE = re.compile(r'   MDE (B\d): paired sd ([0-9.]+(?:-[0-9.]+)?) \((.+)\), MDE ([0-9.]+(?:-[0-9.]+)?)$')
+
+def registered_hypotheses(script):
+    """{'B1': text, ...} from a registration's '#   B1 (Table 7): text' lines, the '(Table 7): ' dropped as
+    REGISTERED drops it, and {'B1': (sd, source, mde), ...} from its '#   MDE B1: ...' lines."""
+    texts = {name: re.sub(r'^\([^)]*\): ', '', text) for name, text in registered_text(script)[0].items()}
+    mdes = {}
+    for line in open(script):
+        found = line.startswith('#') and MDE_LINE.match(line[1:].rstrip())
+        if found:
+            mdes[found.group(1)] = found.groups()[1:]
+    return texts, mdes
+
+def mde(differences, n, alpha=SIGNIFICANCE / 2):
+    """The smallest true mean difference the rule's t-test (two-sided p < alpha x 2 in the stated direction, so
+    one-sided alpha) detects with power POWER over n seeds, for differences spread as these are (0 when they do not
+    vary; nan for fewer than 2 of either)."""
+    if len(differences) < 2 or n < 2:
+        return math.nan
+    sd = np.std(differences, ddof=1)
+    return minimum_detectable_effect(sd, n, alpha, POWER) if sd > 0 else 0.0
+
+def learned_comparisons(record=LEARNED_RECORD, seeds=LEARNED_SEEDS, steps=LEARNED_STEPS):
+    """{(hypothesis, label): paired differences} of every registered comparison in the learned record, computed as
+    its own summary computes them (its plots go to a scratch folder)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        settings = Settings(record, scratch, seeds, steps, '', [], '', True)
+        report = Report([])
+        on_plateau = table7_section(report, settings, f'{record}/table7', {'shakespeare': None, 'wikipedia': None})
+        table2_section(report, settings)
+        fig2_section(report, settings, on_plateau.get('mlm15'))
+    return {(c.hypothesis, c.label): c.differences for c in report.comparisons}
 
 def over(seeds):  # a plot title's last words
     return f"seed {seeds[0]}" if len(seeds) == 1 else f"mean of {len(seeds)} seeds"
@@ -473,6 +521,33 @@ def toy_section(report, settings, probe_acc, tune_acc):
                  "connected", ["objective", "Σ_{j>r} σ_j⁴ (exact)", "Fashion-MNIST probe / fine-tune"], rows)
 
 # -----------------------------------------------------------------------------
+# B5 (reproduce_rope.sh): the any-order bound of two-stream mdlm and two-stream vm
+
+BOUND_ARMS = ('vm_2s', 'mdlm_2s')
+
+def bound_section(report, settings):
+    """eval_ppl.py --reading=elbo of each seed's two-stream vm and mdlm (bound/elbo-<seed>/summary.json), once every
+    seed has it: nats per byte, mdlm - vm paired by seed, and mdlm's training curve (its bound) checked as the
+    others' are."""
+    budget_check(report, settings, "B5: mdlm two-stream's validation loss by step (its any-order bound, nats per "
+                 "byte)", {'mdlm_2s': [f'{settings.record}/bound/mdlm_2s-{seed}' for seed in settings.seeds]},
+                 f'{settings.res}/b5_mdlm_val_loss.png', settings.default_steps)
+    paths = [f'{settings.record}/bound/elbo-{seed}/summary.json' for seed in settings.seeds]
+    if not all(os.path.exists(path) for path in paths):
+        return
+    runs = [{checkpoint['name']: checkpoint for checkpoint in json.load(open(path))['checkpoints']} for path in paths]
+    nll = {arm: [run[arm]['nll'] for run in runs] for arm in BOUND_ARMS}
+    rows = [f"| {arm} | {mean_std(nll[arm], '.3f')} | "
+            + ' / '.join(f"{run[arm]['nll']:.3f} ± {run[arm]['se']:.3f}" for run in runs) + ' |' for arm in BOUND_ARMS]
+    rows.append(f"| mdlm_2s - vm_2s | {difference_cell(nll['vm_2s'], nll['mdlm_2s'], -1, '.3f')} | |")
+    report.table(f"B5: the any-order bound on the held-out plays, {settings.default_steps} steps (nats per byte, "
+                 f"{runs[0]['vm_2s']['targets']:,} bytes, {runs[0]['vm_2s']['passes_per_window']} passes a window; "
+                 "lower is better)", ["model", "bound", f"by seed ({' / '.join(settings.seeds)}), ± its standard "
+                 "error"], rows)
+    report.compare('B5', 'held-out plays, the mean', 'mdlm_2s below vm_2s, any-order bound (nats/byte)',
+                   np.subtract(nll['mdlm_2s'], nll['vm_2s']), -1, 'the mean')
+
+# -----------------------------------------------------------------------------
 # the registered hypotheses, judged by their text
 
 def verdict(comparisons):
@@ -483,39 +558,59 @@ def verdict(comparisons):
         return 'effect'
     return 'met, not beyond chance' if all(comparison.rule_met() for comparison in comparisons) else 'not met'
 
-def hypotheses_section(report):
+def hypotheses_section(report, settings=None):
+    """settings.registration, when set, names the script the hypotheses were registered in: their text is read from
+    it, and each comparison has its minimum detectable effect beside it, from the learned record's spread (B5, which
+    the learned record lacks: the registered one) and from this record's."""
+    registration = settings.registration if settings else ''
+    texts, mdes = registered_hypotheses(registration) if registration else (REGISTERED, {})
+    learned = learned_comparisons() if registration else {}
     comparisons = sorted(report.comparisons, key=lambda comparison: comparison.hypothesis)
     rows = []
     for comparison in comparisons:
         t, p = paired_t_test(comparison.differences)
         toward_paper = comparison.sign * comparison.differences
-        rows.append(f"| {comparison.hypothesis} | {comparison.part} | {comparison.label} | "
-                    f"{mean_std(as_printed(comparison.differences, comparison.fmt), comparison.fmt)} | "
-                    f"{(toward_paper > 0).sum()} of {len(toward_paper)} | {t:.2f} | {p:.2g} | "
-                    f"{sign_test_p(comparison.differences):.2g} | {comparison.rule} | "
-                    f"{'yes' if comparison.rule_met() else 'no'} | {'effect' if comparison.effect() else 'no'} |")
-    report.table("Hypotheses B1-B4, comparison by comparison (rule: the registered text's; effect: rule met and "
-                 f"t-test p < {SIGNIFICANCE})", ["hypothesis", "clause", "comparison", "paired difference",
-                 "seeds the paper's way", "t", "p (t-test)", "p (sign test)", "rule", "rule met?", "effect?"], rows)
+        row = (f"| {comparison.hypothesis} | {comparison.part} | {comparison.label} | "
+               f"{mean_std(as_printed(comparison.differences, comparison.fmt), comparison.fmt)} | "
+               f"{(toward_paper > 0).sum()} of {len(toward_paper)} | {t:.2f} | {p:.2g} | "
+               f"{sign_test_p(comparison.differences):.2g} | {comparison.rule} | "
+               f"{'yes' if comparison.rule_met() else 'no'} | {'effect' if comparison.effect() else 'no'} |")
+        if registration:
+            n, key = len(comparison.differences), (comparison.hypothesis, comparison.label)
+            basis = f"{mde(learned[key], n):{comparison.fmt}}" if key in learned else \
+                f"{mdes[comparison.hypothesis][2]} (registered)" if comparison.hypothesis in mdes else '–'
+            row += f" {basis} | {mde(comparison.differences, n):{comparison.fmt}} |"
+        rows.append(row)
     names = list(dict.fromkeys(comparison.hypothesis for comparison in comparisons))
+    span = ('-'.join(dict.fromkeys((names[0], names[-1]))) if names else '') if registration else "B1-B4"
+    report.table(f"Hypotheses {span}, comparison by comparison (rule: the registered text's; effect: rule met and "
+                 f"t-test p < {SIGNIFICANCE})", ["hypothesis", "clause", "comparison", "paired difference",
+                 "seeds the paper's way", "t", "p (t-test)", "p (sign test)", "rule", "rule met?", "effect?"]
+                 + (["MDE, the learned record's spread", "MDE, this record's spread"] if registration else []), rows)
     rows = []
     for name in names:
         mine = [comparison for comparison in comparisons if comparison.hypothesis == name]
         parts = list(dict.fromkeys(comparison.part for comparison in mine))
         clauses = '; '.join(f"{part}: {verdict([c for c in mine if c.part == part])}" for part in parts)
-        rows.append(f"| {name} | {REGISTERED[name]} | {verdict(mine)} | {clauses} | "
-                    f"{sum(c.rule_met() for c in mine)} of {len(mine)} |")
-    report.table("Hypotheses B1-B4 as registered (reproduce.sh, commit 9409b0e, before any byte-level run): verdicts",
+        rows.append(f"| {name} | {texts[name]} | {verdict(mine)} | {clauses} | "
+                    f"{sum(c.rule_met() for c in mine)} of {len(mine)} |"
+                    + (f" {mdes[name][2]} (paired sd {mdes[name][0]}, {mdes[name][1]}) |" if registration and
+                       name in mdes else ' – |' if registration else ''))
+    where = (f"{os.path.basename(registration)}, before any of its runs" if registration else
+             "reproduce.sh, commit 9409b0e, before any byte-level run")
+    report.table(f"Hypotheses {span} as registered ({where}): verdicts",
                  ["hypothesis", "registered text", "verdict", "by clause", "comparisons whose rule is met (post hoc "
-                  "count, not a verdict)"], rows)
+                  "count, not a verdict)"] + (["MDE registered (two-sided p < 0.05 the stated way, power 0.8, "
+                                               f"{len(settings.seeds)} seeds)"] if registration else []), rows)
 
 # -----------------------------------------------------------------------------
 
 def main(argv):
-    if len(argv) != 8:
-        sys.exit(__doc__.splitlines()[-1])
+    if len(argv) not in (8, 9):
+        sys.exit('\n'.join(__doc__.splitlines()[-2:]))
     settings = Settings(argv[0], argv[1], argv[2].split(), argv[3], argv[4], argv[5].split(), argv[6],
-                        argv[7] == 'bytes')  # the hypotheses B1-B4 in reproduce.sh are the byte-level runs'
+                        argv[7] == 'bytes',  # the hypotheses B1-B4 in reproduce.sh are the byte-level runs'
+                        argv[8] if len(argv) == 9 else '')
     os.makedirs(settings.res, exist_ok=True)
     report = Report([f"Seeds {', '.join(settings.seeds)}; mean ± sample std over seeds. A paired difference: 'yes' = "
                      "the mean goes the paper's way and every seed agrees, 'weak' = the mean does but some seed does "
@@ -532,8 +627,10 @@ def main(argv):
     fig2_section(report, settings, table7_on_plateau.get('mlm15'))
     probe_acc, tune_acc = vision_section(report, settings)
     toy_section(report, settings, probe_acc, tune_acc)
+    if settings.registration:
+        bound_section(report, settings)
     if settings.byte_level and report.comparisons:
-        hypotheses_section(report)
+        hypotheses_section(report, settings)
     open(f'{settings.res}/tables.md', 'w').write('\n'.join(report.lines))
     print('\n'.join(report.lines))
 
