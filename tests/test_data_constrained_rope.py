@@ -210,3 +210,24 @@ def test_a_smoke_run_refuses_the_record(tmp_path):
     assert result.returncode == 2 and 'give this smoke run its own RES=' in result.stderr
     assert not log.exists()
 
+
+
+def test_the_readme_quotes_the_registration_and_its_commit(tmp_path):
+    """experiments/README.md quotes H6-H8 word for word, and the commit it names holds this registration unchanged
+    (the hypotheses, their MDEs and the constants): it was committed before any registered run."""
+    readme_text = open(os.path.join(ROOT, 'experiments', 'README.md')).read()
+    readme = ' '.join(readme_text.replace('\n> ', ' ').split())
+    hypotheses, constants = dc.registered(SCRIPT)
+    for name in ('H6', 'H7', 'H8'):
+        assert f"{name} {hypotheses[name]}" in readme, name
+    section = readme_text.split('## Data-constrained, registered again with rotary positions')[1].split('\n## ')[0]
+    commit = re.search(r'commit `([0-9a-f]{7,40})`', section).group(1)
+    shown = subprocess.run(['git', '-C', ROOT, 'show', f'{commit}:experiments/data_constrained_rope.sh'],
+                           capture_output=True, text=True)
+    if shown.returncode != 0:
+        pytest.skip(f'no git history here to read {commit} from')
+    committed = str(tmp_path / 'data_constrained_rope.sh')
+    with open(committed, 'w') as f:
+        f.write(shown.stdout)
+    assert dc.registered(committed) == (hypotheses, constants)
+    assert dc.registered_mdes(committed) == dc.registered_mdes(SCRIPT)

@@ -230,3 +230,21 @@ def test_a_smoke_run_refuses_the_record(tmp_path):
     assert not log.exists()
 
 
+
+
+def test_the_readme_quotes_b5_and_the_registration_commit(tmp_path):
+    """experiments/README.md quotes B5 word for word, and the commit it names holds this registration unchanged."""
+    from experiments.data_constrained import registered
+    readme_text = open(os.path.join(ROOT, 'experiments', 'README.md')).read()
+    readme = ' '.join(readme_text.replace('\n> ', ' ').split())
+    assert f"B5 {registered(SCRIPT)[0]['B5']}" in readme
+    section = readme_text.split('## The byte-level claims registered again with rotary positions')[1].split('\n## ')[0]
+    commit = re.search(r'commit `([0-9a-f]{7,40})`', section).group(1)
+    shown = subprocess.run(['git', '-C', ROOT, 'show', f'{commit}:experiments/reproduce_rope.sh'],
+                           capture_output=True, text=True)
+    if shown.returncode != 0:
+        pytest.skip(f'no git history here to read {commit} from')
+    committed = str(tmp_path / 'reproduce_rope.sh')
+    with open(committed, 'w') as f:
+        f.write(shown.stdout)
+    assert summarize.registered_hypotheses(committed) == summarize.registered_hypotheses(SCRIPT)
