@@ -172,7 +172,7 @@ exit 0
 def run_script(tmp_path, **env):
     log, fake = fake_python(tmp_path)
     env = {**os.environ, 'PYTHON': str(fake), 'OUT': str(tmp_path / 'out'), 'RES': str(tmp_path / 'res'), **env}
-    return subprocess.run(['bash', SCRIPT], env=env, capture_output=True, text=True, timeout=120), log
+    return subprocess.run(['bash', SCRIPT], env=env, capture_output=True, text=True, timeout=600), log  # a hang guard
 
 
 def test_the_script_trains_what_it_registers(tmp_path):

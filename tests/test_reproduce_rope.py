@@ -164,7 +164,7 @@ def run_script(tmp_path, **env):
     log, fake = fake_python(tmp_path)
     env = {**os.environ, 'PYTHON': str(fake), 'OUT': str(tmp_path / 'out'), 'RES': str(tmp_path / 'res'),
            'SEEDS': '7 8', **env}
-    return subprocess.run(['bash', SCRIPT], env=env, capture_output=True, text=True, timeout=300), log
+    return subprocess.run(['bash', SCRIPT], env=env, capture_output=True, text=True, timeout=600), log  # a hang guard
 
 
 def test_the_script_runs_what_it_registers_each_evaluation_after_its_runs(tmp_path):
