@@ -102,6 +102,9 @@ RES=${RES:-experiments/data-constrained-rope}  # the record: settings, logs, sam
 REGISTERED_SEEDS="1337 1338 1339 1340 1341"
 SEEDS=${SEEDS:-$REGISTERED_SEEDS}
 SMALL_BYTES=32768
+JOBS=${JOBS:-2}        # runs at a time (two: one per core); more on a GPU
+DEVICE_FLAGS=${DEVICE_FLAGS:-}  # e.g. "--device=cuda --dtype=float32 --attn_backend=sdpa": where the runs compute
+TRAIN_FLAGS=${TRAIN_FLAGS:-}    # e.g. "--compile=False": train.py only
 STEPS=${STEPS:-6400}  # the registered budget; a smaller one only to smoke-test the script (with its own RES)
 if [ "$RES" = experiments/data-constrained-rope ] && { [ "$STEPS" != 6400 ] || [ "$SEEDS" != "$REGISTERED_SEEDS" ]; }
 then
@@ -155,13 +158,13 @@ run() {  # run SIZE ARM SEED: skipped when its log in the record is complete
     local bytes=$SMALL_BYTES; [ "$size" = full ] && bytes=0
     mkdir -p "$(dirname "$dir")"
     # shellcheck disable=SC2046
-    $PYTHON train.py $(config "$arm") $RECIPE --seed="$seed" --train_tokens=$bytes $start --overwrite=True \
-        --out_dir="$dir" > "$dir.txt" 2>&1 || { echo "failed: $dir (see $dir.txt)" >&2; return 1; }
+    $PYTHON train.py $(config "$arm") $RECIPE $DEVICE_FLAGS $TRAIN_FLAGS --seed="$seed" --train_tokens=$bytes $start \
+        --overwrite=True --out_dir="$dir" > "$dir.txt" 2>&1 || { echo "failed: $dir (see $dir.txt)" >&2; return 1; }
     mkdir -p "$keep" && cp "$dir/log.jsonl" "$keep/log.jsonl"
     echo "done: $size $arm $seed"
 }
 export -f run config
-export PYTHON OUT RES STEPS SMALL_BYTES RECIPE
+export PYTHON OUT RES STEPS SMALL_BYTES RECIPE DEVICE_FLAGS TRAIN_FLAGS
 jobs=()
 for seed in $SEEDS; do  # the costlier two-stream runs first within a seed, so the two cores end together
     for job in "small dar" "small dar4" "small ar_random" "small mdlm" "full dar" "full mdlm" "small ar" "full ar"; do
@@ -169,7 +172,7 @@ for seed in $SEEDS; do  # the costlier two-stream runs first within a seed, so t
     done
 done
 status=0
-printf '%s\n' "${jobs[@]}" | xargs -P 2 -L 1 bash -c 'run "$0" "$1" "$2"' || status=$?
+printf '%s\n' "${jobs[@]}" | xargs -P "$JOBS" -L 1 bash -c 'run "$0" "$1" "$2"' || status=$?
 
 $PYTHON -m experiments.data_constrained "$RES" "$RES" experiments/data_constrained_rope.sh
 [ $status = 0 ] || { echo "data_constrained_rope.sh: a run failed (above); rerun to resume" >&2; exit $status; }
@@ -190,7 +193,7 @@ fi
     for run in $SAMPLED; do
         echo "# ${run%/*}, ${run#*/}"
         $PYTHON sample.py --ckpt="$(best "${run%/*}" "${run#*/}")" --prompt='ROMEO:' --max_new_tokens=56 \
-            --temperature=1.0 --num_samples=2 --stream=False
+            --temperature=1.0 --num_samples=2 --stream=False $DEVICE_FLAGS
     done
 } > "$RES/samples.txt" 2>&1
 # the in-training curves check: the small-size ar, dar and masked diffusion best checkpoints (the first seed) scored
@@ -198,6 +201,7 @@ fi
 ckpts=(); names=()
 for arm in ar dar mdlm; do ckpts+=("--ckpt=$(best small $arm)"); names+=("--names=$arm"); done
 $PYTHON eval_ppl.py config/eval_ppl_shakespeare_bytes.py "${ckpts[@]}" "${names[@]}" --reading=elbo --max_tokens=8000 \
-    --baseline_dataset='' --out_dir="$OUT/elbo_small" --overwrite=True --progress=False > "$RES/elbo_small.txt"
+    $DEVICE_FLAGS --baseline_dataset='' --out_dir="$OUT/elbo_small" --overwrite=True --progress=False \
+    > "$RES/elbo_small.txt"
 cp "$OUT/elbo_small/summary.json" "$RES/elbo_small.json"
 echo "record in $RES"
