@@ -88,6 +88,9 @@ RES=${RES:-experiments/repro-bytes-rope}  # tables and plots
 KEEP=$RES/runs                            # the record: each finished job's files but checkpoints
 REGISTERED_SEEDS="1340 1341 1342 1343 1344"
 SEEDS=${SEEDS:-$REGISTERED_SEEDS}
+JOBS=${JOBS:-2}        # jobs at a time (two: one per core); more on a GPU
+DEVICE_FLAGS=${DEVICE_FLAGS:-}  # e.g. "--device=cuda --dtype=float32 --attn_backend=sdpa": where the models compute
+TRAIN_FLAGS=${TRAIN_FLAGS:-}    # e.g. "--compile=False": train.py only
 STEPS=${STEPS:-1200}  # the registered budget; a smaller one only to smoke-test the script (with its own RES)
 if [ "$RES" = experiments/repro-bytes-rope ] && { [ "$STEPS" != 1200 ] || [ "$SEEDS" != "$REGISTERED_SEEDS" ]; }; then
     echo "reproduce_rope.sh: STEPS or SEEDS changed from the registered ones: give this smoke run its own RES= and" \
@@ -144,8 +147,8 @@ train() {  # train ARM SEED: unless the record has it and no evaluation still to
         if ! { finished "$OUT/$folder/log.jsonl" && [ -f "$OUT/$folder/ckpt_best.pt" ]; }; then
             [ -f "$OUT/$folder/ckpt_last.pt" ] && start=--init_from=resume
             mkdir -p "$OUT/$folder"
-            $PYTHON train.py "config/${arm}_shakespeare_bytes.py" $RECIPE --seed="$seed" $start --overwrite=True \
-                --out_dir="$OUT/$folder" > "$OUT/$folder.txt" 2>&1 ||
+            $PYTHON train.py "config/${arm}_shakespeare_bytes.py" $RECIPE $DEVICE_FLAGS $TRAIN_FLAGS --seed="$seed" \
+                $start --overwrite=True --out_dir="$OUT/$folder" > "$OUT/$folder.txt" 2>&1 ||
                 { touch "$OUT/$folder.failed"; echo "failed: $folder (see $OUT/$folder.txt)" >&2; return 1; }
         fi
         # a run trained again for an evaluation (a clone without checkpoints) keeps the recorded log beside its own
@@ -172,16 +175,16 @@ evaluate() {  # evaluate SEED FOLDER: once every run it reads has ended (they ar
             local data=${folder#table7/ppl-} future=invisible
             [[ $data == mask-* ]] && { future=mask; data=${data#mask-}; }
             command="eval_ppl.py config/eval_ppl_${data%-*}_bytes.py --max_tokens=6000 --bert_future=$future $common \
-                     --overwrite=True $(ckpts "$seed" $arms)" ;;
+                     $DEVICE_FLAGS --overwrite=True $(ckpts "$seed" $arms)" ;;
         table7/maskloss-*)
             command="theory.py maskloss $(ckpts "$seed" $arms) \
                      --dataset=shakespeare_bytes $common" ;;
         text/linprobe-*)
             command="eval_glue.py config/linprobe_glue_offline.py $(ckpts "$seed" ar dar) $common \
-                     --overwrite=True" ;;
+                     $DEVICE_FLAGS --overwrite=True" ;;
         text/finetune-*)
             command="eval_glue.py config/glue_offline.py $(ckpts "$seed" $arms) --epochs=2 --learning_rate=1e-3 \
-                     --seeds=0 $common --overwrite=True" ;;
+                     --seeds=0 $common $DEVICE_FLAGS --overwrite=True" ;;
         fig2/*|fig2-cosine/*|fig2-centred/*)
             local variant=""
             case $folder in
@@ -193,7 +196,7 @@ evaluate() {  # evaluate SEED FOLDER: once every run it reads has ended (they ar
         bound/elbo-*)
             command="eval_ppl.py config/eval_ppl_shakespeare_bytes.py --reading=elbo $(ckpts "$seed" vm_2s mdlm_2s) \
                      --names=vm_2s --names=mdlm_2s --max_tokens=32000 --baseline_dataset='' \
-                     $common --overwrite=True" ;;
+                     $common $DEVICE_FLAGS --overwrite=True" ;;
     esac
     mkdir -p "$(dirname "$OUT/$folder")"
     # shellcheck disable=SC2086
@@ -203,7 +206,7 @@ evaluate() {  # evaluate SEED FOLDER: once every run it reads has ended (they ar
     echo "done: $folder"
 }
 export -f train evaluate evaluations folder_of ckpts finished keep
-export PYTHON OUT KEEP STEPS RECIPE TABLE7_ARMS
+export PYTHON OUT KEEP STEPS RECIPE TABLE7_ARMS DEVICE_FLAGS TRAIN_FLAGS
 jobs=()
 queue_runs() { local run; for run in $RUNS; do jobs+=("train ${run#*/} $1"); done; }
 queue_evaluations() { local folder; for folder in $(evaluations "$1" | cut -d' ' -f1); do
@@ -218,7 +221,7 @@ for seed in $SEEDS; do
 done
 queue_evaluations "$previous"
 status=0
-printf '%s\n' "${jobs[@]}" | xargs -P 2 -L 1 bash -c '"$0" "$1" "$2"' || status=$?
+printf '%s\n' "${jobs[@]}" | xargs -P "$JOBS" -L 1 bash -c '"$0" "$1" "$2"' || status=$?
 
 $PYTHON -m experiments.summarize "$KEEP" "$RES" "$SEEDS" "$STEPS" "" "" "" bytes experiments/reproduce_rope.sh \
     > /dev/null
