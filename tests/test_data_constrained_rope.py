@@ -231,3 +231,62 @@ def test_the_readme_quotes_the_registration_and_its_commit(tmp_path):
         f.write(shown.stdout)
     assert dc.registered(committed) == (hypotheses, constants)
     assert dc.registered_mdes(committed) == dc.registered_mdes(SCRIPT)
+
+
+RECORD = os.path.join(ROOT, 'experiments', 'data-constrained-rope')
+
+
+def test_the_record_regenerates_its_tables_and_curves(tmp_path):
+    dc.report(RECORD, str(tmp_path), SCRIPT)
+    for name in os.listdir(RECORD):
+        if name.endswith(('.md', '.csv')):
+            assert (tmp_path / name).read_text() == open(os.path.join(RECORD, name)).read(), name
+
+
+def test_no_registered_run_repeats_a_pilot_log():
+    """The pilot ran seed 1336, no registered seed: no registered run was seen before the registration."""
+    assert dc.seen_before(RECORD, 6400) == []
+
+
+def test_the_readme_quotes_the_records_verdicts():
+    """experiments/README.md's verdict rows are tables.md's: measured value, p, seeds, sign test, verdict and both
+    MDEs, for H1-H8."""
+    tables = open(os.path.join(RECORD, 'tables.md')).read()
+    section = open(os.path.join(ROOT, 'experiments', 'README.md')).read().split(
+        '## Data-constrained, registered again with rotary positions')[1].split('\n## ')[0]
+    for row in (line for line in tables.split('## small')[1].split('\n\n')[2].splitlines()[2:]):
+        assert row in section, row
+    for name in ('H1', 'H2', 'H3', 'H4', 'H5', 'H6', 'H7', 'H8'):
+        block = tables.split(f'**{name}**')[1]
+        measured = block.split('- measured: ')[1].split(' (')[0]
+        p, seeds = block.split('one-sided paired t-test p = ')[1].split(' seeds, t-test as registered')[0].split(' (')
+        sign = block.split('one-sided sign test p = ')[1].splitlines()[0]
+        met = 'met' if 'effect (met)' in block.split('- verdict: ')[1].splitlines()[0] else 'not met'
+        mde = block.split('5 seeds): registered ')[1]
+        mdes = f"{mde.split(' ')[0]} / {mde.split('from this record' + chr(39) + 's spread ')[1].split(' ')[0]}"
+        row = next(line for line in section.splitlines() if line.startswith(f'| {name} '))
+        cells = [cell.strip() for cell in row.strip('|').split('|')]
+        assert cells[1].endswith(measured) and cells[2:] == [p, seeds, sign, met, mdes], (name, cells)
+
+
+def test_the_front_readme_rows_are_the_record():
+    """README.md's results rows on repeated data, the rotary column: each arm's rise and the p of H5-H7, H3's gap and
+    p, and H8's gap, from tables.md."""
+    tables = open(os.path.join(RECORD, 'tables.md')).read()
+    readme = open(os.path.join(ROOT, 'README.md')).read().splitlines()
+    rows = [line.split(' | ') for line in tables.split('## full:')[0].splitlines() if line.startswith('| ')]
+    rise = {row[0][2:]: float(row[4].split(' ±')[0]) for row in rows[1:]}  # below the header
+
+    def p(name):
+        return float(tables.split(f'**{name}**')[1].split('t-test p = ')[1].split(' (')[0])
+
+    def measured(name):
+        return tables.split(f'**{name}**')[1].split('- measured: ')[1].split(' ±')[0]
+
+    rope = next(line for line in readme if line.startswith('| repeated data')).split(' | ')[2]
+    assert rope == (f"197 epochs: ar {rise['ar']:.2f}, dar t=2 {rise['dar t=2']:.2f} (p {p('H5'):.2g}), dar t=4 "
+                    f"{rise['dar t=4']:.2f} (p {p('H6'):.1g}), random-order ar {rise['ar random order']:.3f} "
+                    f"(p {p('H7'):.0e}), masked diffusion {rise['masked diffusion']:.3f}")
+    rope = next(line for line in readme if line.startswith('| masked diffusion overtakes ar')).split(' | ')[2]
+    assert f"ends {float(measured('H3')):.2f} below ar (p {p('H3'):.0e})" in rope
+    assert f"its best {measured('H8').lstrip('-')} above ar's best" in rope

@@ -248,3 +248,27 @@ def test_the_readme_quotes_b5_and_the_registration_commit(tmp_path):
     with open(committed, 'w') as f:
         f.write(shown.stdout)
     assert summarize.registered_hypotheses(committed) == summarize.registered_hypotheses(SCRIPT)
+
+
+RECORD = os.path.join(ROOT, 'experiments', 'repro-bytes-rope')
+
+
+def test_the_record_regenerates_its_tables_and_curves(tmp_path):
+    """tables.md and every CSV beside it come back byte for byte from the committed runs alone."""
+    tables = summarize_record(os.path.join(RECORD, 'runs'), tmp_path)
+    assert tables == open(os.path.join(RECORD, 'tables.md')).read()
+    written = sorted(name for name in os.listdir(tmp_path) if name.endswith('.csv'))
+    assert written == sorted(name for name in os.listdir(RECORD) if name.endswith('.csv'))
+    for name in written:
+        assert (tmp_path / name).read_bytes() == open(os.path.join(RECORD, name), 'rb').read(), name
+
+
+def test_the_readme_verdicts_are_the_records():
+    """experiments/README.md's verdict for each of B1-B5 is the one tables.md draws from the record."""
+    tables = open(os.path.join(RECORD, 'tables.md')).read().split('as registered (reproduce_rope.sh')[1]
+    section = open(os.path.join(ROOT, 'experiments', 'README.md')).read().split(
+        '## The byte-level claims registered again with rotary positions')[1].split('\n## ')[0]
+    for name in ('B1', 'B2', 'B3', 'B4', 'B5'):
+        recorded = [cell.strip() for cell in verdict_row(tables, name).strip('|').split('|')]
+        quoted = [cell.strip() for cell in verdict_row(section, name).strip('|').split('|')]
+        assert quoted[1].strip('*') == recorded[2] and quoted[2] == recorded[3], name
