@@ -254,11 +254,11 @@ RECORD = os.path.join(ROOT, 'experiments', 'repro-bytes-rope')
 
 
 def test_the_record_regenerates_its_tables_and_curves(tmp_path):
-    """tables.md and every CSV beside it come back byte for byte from the committed runs alone."""
+    """tables.md and every CSV and plot beside it come back byte for byte from the committed runs alone."""
     tables = summarize_record(os.path.join(RECORD, 'runs'), tmp_path)
     assert tables == open(os.path.join(RECORD, 'tables.md')).read()
-    written = sorted(name for name in os.listdir(tmp_path) if name.endswith('.csv'))
-    assert written == sorted(name for name in os.listdir(RECORD) if name.endswith('.csv'))
+    written = sorted(name for name in os.listdir(tmp_path) if name.endswith(('.csv', '.png')))
+    assert written == sorted(name for name in os.listdir(RECORD) if name.endswith(('.csv', '.png')))
     for name in written:
         assert (tmp_path / name).read_bytes() == open(os.path.join(RECORD, name), 'rb').read(), name
 
