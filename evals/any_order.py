@@ -139,6 +139,22 @@ def bound_summary(nats_per_token):
 # -----------------------------------------------------------------------------
 # sampling by unmasking
 
+def propose(logits, order, generator=None, allowed=None, top_k=0):
+    """One step's proposal at every position of logits (B, S, V), tempered already: a token drawn from the softmax
+    over the allowed ids and the top k, and the position's score for being filled now ('confident': its top
+    probability, 'random': uniform) -> draws (B, S), score (B, S)."""
+    if allowed is not None:
+        logits = logits.masked_fill(~allowed, -float('inf'))
+    if top_k:
+        kth = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, -float('inf'))
+    probs = torch.softmax(logits, dim=-1)
+    draws = torch.multinomial(probs.flatten(0, 1), 1, generator=generator).view(probs.shape[:2])
+    if order == 'confident':
+        return draws, probs.max(dim=-1).values
+    return draws, torch.rand(probs.shape[:2], generator=generator)
+
+
 def unmask(log_probs, canvas, masked, tokens_per_step=1, order='random', generator=None, temperature=1.0,
            top_k=0, allowed=None, on_step=None, remask=0.0, block_length=0):
     """Fill the masked positions of canvas (B, S), k = tokens_per_step at a time, each sampled from the model's
@@ -173,17 +189,7 @@ def unmask(log_probs, canvas, masked, tokens_per_step=1, order='random', generat
         logits = fresh.new_zeros(B, S, fresh.shape[-1])
         logits[todo] = fresh / temperature
         passes += todo
-        if allowed is not None:
-            logits = logits.masked_fill(~allowed, -float('inf'))
-        if top_k:
-            kth = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1).values[..., -1:]
-            logits = logits.masked_fill(logits < kth, -float('inf'))
-        probs = torch.softmax(logits, dim=-1)
-        draws = torch.multinomial(probs.flatten(0, 1), 1, generator=generator).view(B, S)
-        if order == 'confident':
-            score = probs.max(dim=-1).values
-        else:
-            score = torch.rand(B, S, generator=generator)
+        draws, score = propose(logits, order, generator, allowed, top_k)
         active = masked.new_ones(B, S)
         if block_length:  # the leftmost block with a masked position
             active = block == block.masked_fill(~masked, S).min(dim=1, keepdim=True).values

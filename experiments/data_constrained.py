@@ -8,7 +8,9 @@ The same for the registration made again with rotary positions (data_constrained
 data-constrained-rope/): H1-H8, and beside each verdict its minimum detectable effect (registered, and from the
 record's own spread).
 usage: python -m experiments.data_constrained [RECORD] [RES] [SCRIPT]   (default: experiments/data-constrained for
-both, data_constrained.sh)"""
+both, data_constrained.sh)
+       python -m experiments.data_constrained settings PATH SMALL_BYTES STEPS EVAL_INTERVAL RECIPE [SEEDS]   (the
+settings.json the scripts write before their runs)"""
 import glob
 import json
 import os
@@ -28,6 +30,28 @@ NAMES = {'ar': 'ar', 'dar': 'dar t=2', 'dar4': 'dar t=4', 'ar_random': 'ar rando
 TITLES = {'data_constrained.sh': 'Data-constrained: look ahead vs look around when data repeats',
           'data_constrained_rope.sh': 'Data-constrained, registered again with rotary positions: look ahead vs look '
                                       'around when data repeats'}
+
+# -----------------------------------------------------------------------------
+# the settings the summary reads, written by the scripts before their runs
+
+
+def write_settings(path, small, steps, interval, recipe, seeds=''):
+    """settings.json: the training sizes, budget and recipe, the registered seeds when given (no verdict before each
+    has every arm), and the unigram / bigram floors of each training size on the held-out windows every run scores."""
+    from data.text import load_tokens
+    from evals.ppl import NgramBaselines
+    train, held_out = load_tokens('data/shakespeare_bytes', 'train'), load_tokens('data/shakespeare_bytes', 'val')
+    windows = np.asarray(held_out[:64 * 3000]).reshape(-1, 64)
+    windows = np.concatenate([np.full((len(windows), 1), 256), windows], axis=1)  # BOS, as train.py's windows
+    sizes = {'small': int(small), 'full': len(train)}
+    floors = {size: {name: round(float(nll.mean()), 4) for name, nll in
+                     NgramBaselines(np.asarray(train[:n]), 320).nll(windows).items()} for size, n in sizes.items()}
+    settings = dict(train_bytes=sizes, steps=int(steps), eval_interval=int(interval), bytes_per_step=16 * 63,
+                    eval_bytes=20 * 16 * 63, recipe=' '.join(recipe.split()), floors=floors)
+    if seeds:
+        settings['seeds'] = [int(seed) for seed in seeds.split()]
+    atomic_write(path, json.dumps(settings, indent=1) + '\n')
+
 
 # -----------------------------------------------------------------------------
 # the registered text and its numbers (data_constrained.sh's header, read, never restated here)
@@ -260,6 +284,8 @@ def report(record, res, script=SCRIPT):
     return lines
 
 
-if __name__ == '__main__':
+if __name__ == '__main__' and sys.argv[1:2] == ['settings']:
+    write_settings(*sys.argv[2:])
+elif __name__ == '__main__':
     args = sys.argv[1:] + ['experiments/data-constrained'] * (2 - len(sys.argv[1:]))
     print('\n'.join(report(*args[:2], *[os.path.abspath(script) for script in args[2:3]])))

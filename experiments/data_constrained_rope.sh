@@ -122,46 +122,14 @@ mkdir -p "$OUT" "$RES"
 
 # the settings the summary reads (the seeds: no verdict before each has every arm), and the unigram / bigram floors
 # of each training size on held-out bytes
-$PYTHON - "$RES/settings.json" "$SMALL_BYTES" "$STEPS" "$EVAL_INTERVAL" "$RECIPE" "$SEEDS" <<'EOF'
-import json, sys
-import numpy as np
-from output import atomic_write
-from data.text import load_tokens
-from evals.ppl import NgramBaselines
-path, small, steps, interval, recipe, seeds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), \
-    sys.argv[5], sys.argv[6]
-train, held_out = load_tokens('data/shakespeare_bytes', 'train'), load_tokens('data/shakespeare_bytes', 'val')
-windows = np.asarray(held_out[:64 * 3000]).reshape(-1, 64)
-windows = np.concatenate([np.full((len(windows), 1), 256), windows], axis=1)  # BOS, as train.py's windows
-sizes = {'small': small, 'full': len(train)}
-floors = {size: {name: round(float(nll.mean()), 4) for name, nll in
-                 NgramBaselines(np.asarray(train[:n]), 320).nll(windows).items()} for size, n in sizes.items()}
-settings = dict(train_bytes=sizes, steps=steps, eval_interval=interval, bytes_per_step=16 * 63,
-                eval_bytes=20 * 16 * 63, recipe=' '.join(recipe.split()), floors=floors,
-                seeds=[int(seed) for seed in seeds.split()])
-atomic_write(path, json.dumps(settings, indent=1) + '\n')
-EOF
+$PYTHON -m experiments.data_constrained settings "$RES/settings.json" "$SMALL_BYTES" "$STEPS" "$EVAL_INTERVAL" \
+    "$RECIPE" "$SEEDS"
 
-config() {  # the arm's config and how its held-out curve is read
-    case $1 in
-        ar) echo "config/ar_shakespeare_bytes.py" ;;
-        dar) echo "config/dar_shakespeare_bytes.py --eval_objective=ar" ;;
-        dar4) echo "config/dar_shakespeare_bytes.py --t=4 --eval_objective=ar" ;;
-        ar_random) echo "config/ar_shakespeare_bytes.py --random_order=True" ;;
-        mdlm) echo "config/mdlm_2s_shakespeare_bytes.py" ;;
-    esac
-}
+source experiments/runs.sh  # train_once, and config: each arm's config and how its held-out curve is read
 run() {  # run SIZE ARM SEED: skipped when its log in the record is complete
-    local size=$1 arm=$2 seed=$3 dir=$OUT/$1/$2/$3 keep=$RES/runs/$1/$2/$3 start=--init_from=scratch
-    [ -f "$keep/log.jsonl" ] && [ "$(tail -n 1 "$keep/log.jsonl" | grep -c "\"iter\": $STEPS,")" = 1 ] && return 0
-    [ -f "$dir/ckpt_last.pt" ] && start=--init_from=resume
-    local bytes=$SMALL_BYTES; [ "$size" = full ] && bytes=0
-    mkdir -p "$(dirname "$dir")"
+    local bytes=$SMALL_BYTES; [ "$1" = full ] && bytes=0
     # shellcheck disable=SC2046
-    $PYTHON train.py $(config "$arm") $RECIPE $DEVICE_FLAGS $TRAIN_FLAGS --seed="$seed" --train_tokens=$bytes $start \
-        --overwrite=True --out_dir="$dir" > "$dir.txt" 2>&1 || { echo "failed: $dir (see $dir.txt)" >&2; return 1; }
-    mkdir -p "$keep" && cp "$dir/log.jsonl" "$keep/log.jsonl"
-    echo "done: $size $arm $seed"
+    train_once "$1/$2/$3" $(config "$2") $RECIPE $DEVICE_FLAGS $TRAIN_FLAGS --seed="$3" --train_tokens=$bytes
 }
 export -f run config
 export PYTHON OUT RES STEPS SMALL_BYTES RECIPE DEVICE_FLAGS TRAIN_FLAGS

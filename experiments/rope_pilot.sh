@@ -56,6 +56,7 @@ floors = {name: round(float(nll.mean()), 4) for name, nll in NgramBaselines(np.a
 atomic_write(path, json.dumps(dict(steps=steps, recipe=' '.join(recipe.split()), floors=floors), indent=1) + '\n')
 EOF
 
+source experiments/runs.sh  # train_once (its config is replaced by the pilot's arms below)
 config() {  # the arm's config and how its held-out curve is read
     case $1 in
         ar) echo "config/ar_shakespeare_bytes.py" ;;
@@ -67,15 +68,8 @@ config() {  # the arm's config and how its held-out curve is read
     esac
 }
 run() {  # run ARM POS SEED: skipped when its log in the record is complete
-    local arm=$1 pos=$2 seed=$3 dir=$OUT/$1/$2/$3 keep=$RES/runs/$1/$2/$3 start=--init_from=scratch
-    [ -f "$keep/log.jsonl" ] && [ "$(tail -n 1 "$keep/log.jsonl" | grep -c "\"iter\": $STEPS,")" = 1 ] && return 0
-    [ -f "$dir/ckpt_last.pt" ] && start=--init_from=resume
-    mkdir -p "$(dirname "$dir")"
     # shellcheck disable=SC2046
-    $PYTHON train.py $(config "$arm") $RECIPE --rope=$([ "$pos" = rope ] && echo True || echo False) --seed="$seed" \
-        $start --overwrite=True --out_dir="$dir" > "$dir.txt" 2>&1 || { echo "failed: $dir (see $dir.txt)" >&2; return 1; }
-    mkdir -p "$keep" && cp "$dir/log.jsonl" "$keep/log.jsonl"
-    echo "done: $arm $pos $seed"
+    train_once "$1/$2/$3" $(config "$1") $RECIPE --rope=$([ "$2" = rope ] && echo True || echo False) --seed="$3"
 }
 export -f run config
 export PYTHON OUT RES STEPS RECIPE

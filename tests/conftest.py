@@ -129,3 +129,30 @@ def script_error(script, *args):
     with pytest.raises(ValueError) as error:
         run_in_process(script, *args)
     return str(error.value)
+
+
+def write_curves_record(root, curves, **settings):
+    """A data-constrained record as data_constrained.sh leaves it, evaluated every 100 steps: settings.json (these
+    settings over small defaults) and runs/SIZE/ARM/SEED/log.jsonl; curves: {(size, arm): {seed: nll array}}."""
+    settings = {**dict(train_bytes={'small': 1000, 'full': 100000}, steps=1000, eval_interval=100, bytes_per_step=100,
+                       eval_bytes=1000, recipe='--test', floors={'small': {'unigram': 3.3, 'bigram': 2.7},
+                                                                 'full': {'unigram': 3.3, 'bigram': 2.5}}), **settings}
+    os.makedirs(root, exist_ok=True)
+    json.dump(settings, open(os.path.join(root, 'settings.json'), 'w'))
+    for (size, arm), by_seed in curves.items():
+        for seed, nll in by_seed.items():
+            run = os.path.join(root, 'runs', size, arm, str(seed))
+            os.makedirs(run)
+            with open(os.path.join(run, 'log.jsonl'), 'w') as f:
+                f.writelines(json.dumps(dict(iter=100 * (i + 1), val_loss=float(value),
+                                             eval_train_loss=float(value) - 1)) + '\n' for i, value in enumerate(nll))
+
+
+def file_at_commit(tmp_path, commit, path):
+    """The file at path as commit holds it, copied under tmp_path; the test is skipped where there is no history."""
+    shown = subprocess.run(['git', '-C', ROOT, 'show', f'{commit}:{path}'], capture_output=True, text=True)
+    if shown.returncode != 0:
+        pytest.skip(f'no git history here to read {commit} from')
+    copy = tmp_path / os.path.basename(path)
+    copy.write_text(shown.stdout)
+    return str(copy)

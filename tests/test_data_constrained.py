@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, write_curves_record
 
 from experiments import data_constrained as dc
 
@@ -72,19 +72,7 @@ def test_judge_prints_the_seeds_and_the_one_sided_sign_test_beside_the_t_test():
 
 def write_record(root, curves, steps=1000):
     """curves: {(size, arm): {seed: nll array}}."""
-    settings = dict(train_bytes={'small': 1000, 'full': 100000}, steps=steps, eval_interval=100,
-                    bytes_per_step=100, eval_bytes=1000, recipe='--test', floors={
-                        'small': {'unigram': 3.3, 'bigram': 2.7}, 'full': {'unigram': 3.3, 'bigram': 2.5}})
-    os.makedirs(root, exist_ok=True)
-    json.dump(settings, open(os.path.join(root, 'settings.json'), 'w'))
-    for (size, arm), by_seed in curves.items():
-        for seed, nll in by_seed.items():
-            run = os.path.join(root, 'runs', size, arm, str(seed))
-            os.makedirs(run)
-            with open(os.path.join(run, 'log.jsonl'), 'w') as f:
-                for step, value in zip(STEPS, nll):
-                    f.write(json.dumps(dict(iter=int(step), val_loss=float(value), eval_train_loss=float(value) - 1))
-                            + '\n')
+    write_curves_record(root, curves, steps=steps)
 
 
 def verdict(lines, name):
@@ -249,3 +237,14 @@ def test_the_exploratory_paragraph_is_its_record():
         assert f"below dar from epoch {epoch(dc.crossover(steps, runs['mdlm'][1], runs['dar'][1])):.1f}" in text
         assert f"stays {stats['mdlm']['best'] - stats['ar']['best']:.3f} above ar's" in text, name
         assert f"{rate(logs['ar'])} at step {crossed}, against {rate(registered)}" in text, name
+
+
+@pytest.mark.parametrize('record', ['data-constrained', 'data-constrained-rope'])
+def test_settings_regenerate_from_the_recipe(tmp_path, record):
+    """write_settings, given the recorded sizes, budget, recipe and seeds, writes the recorded settings.json byte for
+    byte: the floors are counted again from the data."""
+    recorded = os.path.join(ROOT, 'experiments', record, 'settings.json')
+    settings = json.load(open(recorded))
+    dc.write_settings(str(tmp_path / 'settings.json'), settings['train_bytes']['small'], settings['steps'],
+                      settings['eval_interval'], settings['recipe'], ' '.join(map(str, settings.get('seeds', []))))
+    assert (tmp_path / 'settings.json').read_bytes() == open(recorded, 'rb').read()

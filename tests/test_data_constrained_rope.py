@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, file_at_commit, write_curves_record
 
 from experiments import data_constrained as dc
 from experiments.stats import minimum_detectable_effect
@@ -73,18 +73,8 @@ def test_the_registered_mdes_are_stats_computation_from_the_learned_spread():
 
 
 def write_record(root, curves, seeds=SEEDS):
-    settings = dict(train_bytes={'small': 1000, 'full': 100000}, steps=1000, eval_interval=100, bytes_per_step=100,
-                    eval_bytes=1000, recipe='--rope=True', seeds=seeds,
-                    floors={size: {'unigram': 3.3, 'bigram': 2.7} for size in ('small', 'full')})
-    os.makedirs(root, exist_ok=True)
-    json.dump(settings, open(os.path.join(root, 'settings.json'), 'w'))
-    for (size, arm), by_seed in curves.items():
-        for seed, nll in by_seed.items():
-            run = os.path.join(root, 'runs', size, arm, str(seed))
-            os.makedirs(run)
-            with open(os.path.join(run, 'log.jsonl'), 'w') as f:
-                f.writelines(json.dumps(dict(iter=int(step), val_loss=float(value), eval_train_loss=float(value) - 1))
-                             + '\n' for step, value in zip(STEPS, nll))
+    write_curves_record(root, curves, recipe='--rope=True', seeds=seeds,
+                        floors={size: {'unigram': 3.3, 'bigram': 2.7} for size in ('small', 'full')})
 
 
 def verdict(lines, name):
@@ -198,7 +188,8 @@ def test_the_script_trains_what_it_registers(tmp_path):
     runs = {tuple(args[-1].split('/')[-3:-1]) for args in train}
     assert runs == {('small', arm) for arm in ('ar', 'dar', 'dar4', 'ar_random', 'mdlm')} | \
         {('full', arm) for arm in ('ar', 'dar', 'mdlm')}
-    summary = [call for call in log.read_text().splitlines() if call.startswith('-m experiments.data_constrained')]
+    summary = [call for call in log.read_text().splitlines()
+               if call.startswith('-m experiments.data_constrained') and ' settings ' not in call]
     assert summary == [f"-m experiments.data_constrained {tmp_path / 'res'} {tmp_path / 'res'} "
                        "experiments/data_constrained_rope.sh"]
     again, log = run_script(tmp_path)  # every log in the record is complete: nothing trains again
@@ -222,13 +213,7 @@ def test_the_readme_quotes_the_registration_and_its_commit(tmp_path):
         assert f"{name} {hypotheses[name]}" in readme, name
     section = readme_text.split('## Data-constrained, registered again with rotary positions')[1].split('\n## ')[0]
     commit = re.search(r'commit `([0-9a-f]{7,40})`', section).group(1)
-    shown = subprocess.run(['git', '-C', ROOT, 'show', f'{commit}:experiments/data_constrained_rope.sh'],
-                           capture_output=True, text=True)
-    if shown.returncode != 0:
-        pytest.skip(f'no git history here to read {commit} from')
-    committed = str(tmp_path / 'data_constrained_rope.sh')
-    with open(committed, 'w') as f:
-        f.write(shown.stdout)
+    committed = file_at_commit(tmp_path, commit, 'experiments/data_constrained_rope.sh')
     assert dc.registered(committed) == (hypotheses, constants)
     assert dc.registered_mdes(committed) == dc.registered_mdes(SCRIPT)
 

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, file_at_commit
 
 from experiments import summarize
 from experiments.stats import minimum_detectable_effect
@@ -240,13 +240,7 @@ def test_the_readme_quotes_b5_and_the_registration_commit(tmp_path):
     assert f"B5 {registered(SCRIPT)[0]['B5']}" in readme
     section = readme_text.split('## The byte-level claims registered again with rotary positions')[1].split('\n## ')[0]
     commit = re.search(r'commit `([0-9a-f]{7,40})`', section).group(1)
-    shown = subprocess.run(['git', '-C', ROOT, 'show', f'{commit}:experiments/reproduce_rope.sh'],
-                           capture_output=True, text=True)
-    if shown.returncode != 0:
-        pytest.skip(f'no git history here to read {commit} from')
-    committed = str(tmp_path / 'reproduce_rope.sh')
-    with open(committed, 'w') as f:
-        f.write(shown.stdout)
+    committed = file_at_commit(tmp_path, commit, 'experiments/reproduce_rope.sh')
     assert summarize.registered_hypotheses(committed) == summarize.registered_hypotheses(SCRIPT)
 
 

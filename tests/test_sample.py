@@ -10,7 +10,7 @@ import torch
 
 from checkpoint import load_checkpoint
 from conftest import make_checkpoint, run_in_process, script_error, write_corpus
-from evals.any_order import nll_from_log_probs, unmask
+from evals.any_order import nll_from_log_probs, propose, unmask
 from evals.ppl import score_windows
 from test_any_order import all_sequences, linear_conditionals
 
@@ -214,23 +214,12 @@ def test_unmasking_needs_a_masked_checkpoint(tmp_path):
 
 def unmask_before_options(log_probs, canvas, masked, tokens_per_step=1, order='random', generator=None,
                           temperature=1.0, top_k=0, allowed=None):
-    """evals.any_order.unmask as it was before blocks, remasking and the pass count (commit 1828431), verbatim but
-    for on_step: the reference the options, when off, must reproduce bit for bit."""
+    """evals.any_order.unmask's loop as it was before blocks, remasking and the pass count (commit 1828431; its
+    proposal step, unchanged since, is evals.any_order.propose): the reference the options, when off, must reproduce
+    bit for bit."""
     canvas, masked = canvas.clone(), masked.clone()
-    B, S = canvas.shape
     while masked.any():
-        logits = log_probs(canvas, masked).float() / temperature
-        if allowed is not None:
-            logits = logits.masked_fill(~allowed, -float('inf'))
-        if top_k:
-            kth = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1).values[..., -1:]
-            logits = logits.masked_fill(logits < kth, -float('inf'))
-        probs = torch.softmax(logits, dim=-1)
-        draws = torch.multinomial(probs.flatten(0, 1), 1, generator=generator).view(B, S)
-        if order == 'confident':
-            score = probs.max(dim=-1).values
-        else:
-            score = torch.rand(B, S, generator=generator)
+        draws, score = propose(log_probs(canvas, masked).float() / temperature, order, generator, allowed, top_k)
         score = score.masked_fill(~masked, -float('inf'))
         n_left = masked.sum(dim=1)
         picked_rank = score.argsort(dim=1, descending=True).argsort(dim=1)
