@@ -222,7 +222,8 @@ def test_adapter_never_reads_a_masked_token(two_stream):
             assert (log_probs(visible_changed, masked)[masked] - before[masked]).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize('two_stream,style,bert_future', [(False, 'bert', 'mask'), (True, 'masked_two_stream', 'invisible')])
+@pytest.mark.parametrize('two_stream,style,bert_future',
+                         [(False, 'bert', 'mask'), (True, 'masked_two_stream', 'invisible')])
 def test_adapter_agrees_with_prefix_scoring(two_stream, style, bert_future):
     """Masking the suffix k+1..L is the prefix reading of evals/ppl.py: the same NLL for x_{k+1}."""
     model = tiny_model(seed=2)

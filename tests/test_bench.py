@@ -12,8 +12,8 @@ from conftest import ROOT, needs_compiler, one_error_line, run_script
 TINY = ['--n_layer=1', '--n_head=2', '--n_embd=32', '--block_size=32', '--batch_size=2', '--seq_lens=32',
         '--memory_seq_lens=16', '--warmup=1', '--steps=2', '--progress=False']
 VARIANTS = ('ar', 'dar', 'vm2s', 'mlm', 'ar_bytes', 'ar_rope', 'dar_rope', 'vm2s_rope', 'mlm_rope')
-RUN_FIELDS = {'variant', 'objective', 'two_stream', 'tokenizer', 'rope', 'backend', 'mode', 'seq_len', 'batch_size', 'ms_per_step',
-              'tokens_per_s', 'peak_mem_mb', 'flops_per_step', 'tflops', 'mfu', 'ratio_to_ar'}
+RUN_FIELDS = {'variant', 'objective', 'two_stream', 'tokenizer', 'rope', 'backend', 'mode', 'seq_len', 'batch_size',
+              'ms_per_step', 'tokens_per_s', 'peak_mem_mb', 'flops_per_step', 'tflops', 'mfu', 'ratio_to_ar'}
 TOP_FIELDS = {'device', 'device_type', 'torch', 'date', 'dtype', 'compile', 'model', 'tokens_per_step', 'warmup',
               'steps', 'peak_tflops', 'memory_method', 'runs', 'ratios', 'attention', 'memory', 'memory_batch',
               'memory_slopes', 'targets', 'config'}
@@ -80,7 +80,8 @@ def test_flops_count_attention_by_the_mask(bench):
 
 def test_memory_attention_and_targets(bench):
     result, out, stdout = bench
-    assert [(m['variant'], m['seq_len']) for m in result['memory']] == [('ar', 16), ('ar', 32), ('dar', 16), ('dar', 32)]
+    assert [(m['variant'], m['seq_len']) for m in result['memory']] == [('ar', 16), ('ar', 32), ('dar', 16),
+                                                                        ('dar', 32)]
     assert all(m['backend'] == 'sdpa' and m['activation_mb'] > 0 and m['batch_size'] == 2 for m in result['memory'])
     ar16, ar32 = (m['activation_mb'] for m in result['memory'][:2])
     assert math.isclose(result['memory_slopes']['ar/sdpa'], math.log(ar32 / ar16) / math.log(2))
@@ -96,7 +97,8 @@ def test_memory_attention_and_targets(bench):
     assert head['measured'] == result['ratios']['ar_bytes/ar']['32'] and head['status'] in ('met', 'missed')
     assert all(t['status'] in ('met', 'missed', 'not measured here') for t in targets.values())
     dar = targets['dar step / ar step']
-    assert dar['measured'] == result['ratios']['dar/ar']['32'] and dar['status'] == ('met' if dar['measured'] <= 1.9 else 'missed')
+    assert dar['measured'] == result['ratios']['dar/ar']['32'] and \
+        dar['status'] == ('met' if dar['measured'] <= 1.9 else 'missed')
     for name in ('flex / dense-SDPA dar attention fwd+bwd speedup', 'flex dar activation-memory growth exponent in S',
                  'ar MFU', 'dar MFU'):
         assert targets[name]['status'] == 'not measured here'  # GPU-only targets

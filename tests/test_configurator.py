@@ -60,8 +60,8 @@ SYSTEM_KEYS = {  # script -> its 'auto' keys of device and speed
     'eval_vision.py': ('device', 'dtype', 'attn_backend'),
     'eval_glue.py': ('device', 'dtype', 'attn_backend'),
 }
-NATURAL = {'device': ('cpu', 'auto'), 'dtype': ('float32', 'bfloat16', 'auto'), 'attn_backend': ('sdpa', 'flex', 'auto'),
-           'compile': (False, 'auto')}
+NATURAL = {'device': ('cpu', 'auto'), 'dtype': ('float32', 'bfloat16', 'auto'),
+           'attn_backend': ('sdpa', 'flex', 'auto'), 'compile': (False, 'auto')}
 WRONG = {  # value -> the start of the message, which names the accepted values
     'device': [('gpu', "device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps', got 'gpu'"),
                (0, "device must be 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps', got 0")],
@@ -206,7 +206,8 @@ def test_help_after_a_config_file_shows_its_values(capsys):
 
 
 def test_a_config_file_that_does_not_parse_or_raises_is_one_line(tmp_path):
-    for text, expected in (('n_layer = (\n', 'line 1'), ('batch_size = 8\nn_layer = 1 / 0\n', 'line 2: ZeroDivisionError')):
+    for text, expected in (('n_layer = (\n', 'line 1'),
+                           ('batch_size = 8\nn_layer = 1 / 0\n', 'line 2: ZeroDivisionError')):
         path = tmp_path / 'broken.py'
         path.write_text(text)
         one_error_line(run_script('train.py', str(path)), f'config file {path}, {expected}', 'fix the file')

@@ -93,7 +93,8 @@ def test_verdicts_on_a_record_with_known_answers(tmp_path):
     curves = {('small', 'ar'): {s: ar + noise() for s in seeds}, ('small', 'dar'): {s: dar + noise() for s in seeds},
               ('small', 'mdlm'): {s: mdlm + noise() for s in seeds},
               ('small', 'vm'): {s: np.full(10, 3.4) + noise() for s in seeds},
-              ('full', 'ar'): {s: full_ar + noise() for s in seeds}, ('full', 'mdlm'): {s: full_mdlm + noise() for s in seeds}}
+              ('full', 'ar'): {s: full_ar + noise() for s in seeds},
+              ('full', 'mdlm'): {s: full_mdlm + noise() for s in seeds}}
     write_record(tmp_path / 'record', curves)
     lines = dc.report(str(tmp_path / 'record'), str(tmp_path / 'res'))
     for name in ('H1', 'H2', 'H3', 'H4', 'H5'):
@@ -105,7 +106,8 @@ def test_verdicts_on_a_record_with_known_answers(tmp_path):
     assert 'masked diffusion' in improving and 'ar' not in improving and 'dar t=2' not in improving
     assert 'still improving when the budget ended: ar, masked diffusion.' in text.split('## full')[1]  # both fall
     assert 'Seen before' not in text and '*:' not in text and 'seeds 1, 2, 3' in text  # no pilot logs: none marked
-    assert (tmp_path / 'res' / 'heldout_nll_small.png').exists() and (tmp_path / 'res' / 'heldout_nll_small.csv').exists()
+    assert (tmp_path / 'res' / 'heldout_nll_small.png').exists() and \
+        (tmp_path / 'res' / 'heldout_nll_small.csv').exists()
     assert (tmp_path / 'res' / 'tables.md').read_text() == text.rstrip() + '\n'
 
     # a masked arm that never leaves the plateau is not judged on H2 / H3, however ar ends
@@ -117,7 +119,8 @@ def test_verdicts_on_a_record_with_known_answers(tmp_path):
     curves[('small', 'dar')] = {s: ar + 0.2 * np.linspace(0, 1, 10) + noise() for s in seeds}
     write_record(tmp_path / 'worse', curves)
     with open(tmp_path / 'worse' / 'runs' / 'small' / 'vm' / '3' / 'log.jsonl', 'a') as f:
-        f.write(json.dumps(dict(iter=1100, val_loss=3.0, eval_train_loss=2.0)) + '\n')  # past the budget: not this experiment's run
+        # past the budget: not this experiment's run
+        f.write(json.dumps(dict(iter=1100, val_loss=3.0, eval_train_loss=2.0)) + '\n')
     lines = dc.report(str(tmp_path / 'worse'), str(tmp_path / 'res3'))
     assert verdict(lines, 'H5') == '- verdict: not met'
     assert '## small: 1,000 training bytes, 100 epochs, seeds 1, 2' in lines  # paired: the seeds every arm has

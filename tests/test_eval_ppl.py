@@ -357,7 +357,8 @@ def test_elbo_reading_covers_every_masked_kind(tmp_path, tiny_corpus, monkeypatc
     for run, (objective, two_stream) in zip(runs, kinds):
         model = models[run['path']]
         if run['reading'] == 'any-order bound':  # the same masks (seed 1337) for every checkpoint
-            per_window = score_bound(model, windows, bool(two_stream), generator=torch.Generator().manual_seed(1337)) / 16
+            per_window = score_bound(model, windows, bool(two_stream),
+                                     generator=torch.Generator().manual_seed(1337)) / 16
             assert run['passes_per_window'] == 16
         else:
             per_window = score_windows(model, windows, 'causal' if objective == 'ar' else 'groups').double().mean(1)

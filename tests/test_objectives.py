@@ -169,7 +169,8 @@ def test_masked_counts_fit_their_static_widths_at_rounding_ties(two_stream):
     assert len(cases) > 40
     for L, rho in cases:
         x = torch.randint(0, 50, (3, L + 1), generator=torch.Generator().manual_seed(L))
-        for objective, ratio in (('mlm', rho), ('vm', (max(0.01, rho - 0.1), rho)), ('vm', (rho, min(0.99, rho + 0.1)))):
+        for objective, ratio in (('mlm', rho), ('vm', (max(0.01, rho - 0.1), rho)),
+                                 ('vm', (rho, min(0.99, rho + 0.1)))):
             objective_value = Objective(objective, mask_ratio=ratio, two_stream=two_stream)
             batch = objective_value.batch(x, torch.Generator().manual_seed(0))
             n_masked = batch['valid'].sum(dim=1)
@@ -255,7 +256,8 @@ def test_targets_are_the_tokens_at_their_positions(objective, options):
 def test_vm_batches_have_static_shapes(two_stream):
     """Whatever rho each sequence draws, every batch has the same shapes (torch.compile never recompiles)."""
     vm = Objective('vm', two_stream=two_stream)
-    shapes = {tuple((k, tuple(v.shape)) for k, v in vm.batch(tokens(B=8, seed=s), torch.Generator().manual_seed(s)).items()
+    shapes = {tuple((k, tuple(v.shape))
+                    for k, v in vm.batch(tokens(B=8, seed=s), torch.Generator().manual_seed(s)).items()
                     if torch.is_tensor(v)) for s in range(20)}
     assert len(shapes) == 1
 
@@ -398,7 +400,8 @@ def test_a_masked_kind_that_breaks_its_counts_stops_with_one_line(monkeypatch):
 
 def test_mdlm_masked_counts_are_uniform_on_1_to_L():
     L = 12
-    batch = Objective('mdlm', two_stream=True).batch(random_tokens(24000, L + 1, 50, 0), torch.Generator().manual_seed(0))
+    batch = Objective('mdlm', two_stream=True).batch(random_tokens(24000, L + 1, 50, 0),
+                                                     torch.Generator().manual_seed(0))
     counts = torch.bincount(batch['valid'].sum(dim=1), minlength=L + 1)
     assert counts[0] == 0 and counts[1:].sum() == 24000  # every sequence has a target; all-masked included
     assert ((counts[1:].float() - 2000).abs() / 2000).max() < 0.08

@@ -23,7 +23,8 @@ def test_progress_into_a_pipe_is_plain_lines_with_an_eta():
     code = ("import output\n"
             "items = list(output.progress(range(4), desc='score', unit='windows', every=0))\n"
             "print(items)\n")
-    result = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True, timeout=600)  # a hang guard only
+    result = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True,
+                            timeout=600)  # a hang guard only
     assert result.returncode == 0, result.stderr
     assert result.stdout == '[0, 1, 2, 3]\n'  # every item, in order
     assert '\r' not in result.stderr and '\x1b' not in result.stderr

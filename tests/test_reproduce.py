@@ -114,7 +114,8 @@ def test_every_run_gets_the_whole_recipe(tmp_path):
     assert len(connectivity) == 2 * 2  # raw and cosine, per seed
     for args in connectivity:  # two checkpoints, the data, the flag only for the cosine run, one out_dir
         assert sum(a.startswith('--ckpt=') for a in args) == 2 and '--dataset=shakespeare' in args, args
-        assert '--progress=False' in args and len(args) == (8 if '--cosine=True' in args else 7) and args[-1].startswith('--out_dir=') and \
+        assert '--progress=False' in args and len(args) == (8 if '--cosine=True' in args else 7) and \
+            args[-1].startswith('--out_dir=') and \
             args[-1].endswith(('fig2/7', 'fig2/8', 'cosine/7', 'cosine/8')), args
     centred = [c.split() for c in calls if c.startswith('theory.py connectivity') and '--centred=True' in c]
     assert len(centred) == 2 and all(sum(a.startswith('--ckpt=') for a in args) == 2 and '--dataset=shakespeare' in args
@@ -153,7 +154,8 @@ def test_byte_level_runs_use_the_byte_configs_and_corpora(tmp_path):
 
 
 def write_ppl_summary(path, ppl_by_model, short_by_model):
-    """An eval_ppl summary.json in the folder `path`: per model its overall ppl and 8 buckets, the first 4 (k < 8) at `short` ppl."""
+    """An eval_ppl summary.json in the folder `path`: per model its overall ppl and 8 buckets,
+    the first 4 (k < 8) at `short` ppl."""
     import json
     import math
     checkpoints = []
@@ -182,7 +184,8 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
             for reading in ('ppl', 'ppl-mask'):
                 # the [MASK]-after-target reading: vm 2 lower than in the invisible one, the rest the same
                 write_ppl_summary(out / f'table7/{reading}-{data}-{seed}',
-                                  {**{f'{a}-{seed}': ppl[a] - 2.0 * (reading == 'ppl-mask' and a == 'vm') for a in arms},
+                                  {**{f'{a}-{seed}': ppl[a] - 2.0 * (reading == 'ppl-mask' and a == 'vm')
+                                      for a in arms},
                                   '(unigram)': 20.0}, {**{f'{a}-{seed}': short[a] for a in arms}, '(unigram)': 40.0})
         for arm in arms:  # validation loss 3.0 at 1000, 2.8 at 2000, 2.75 at 2500, 2.7 + seed offset at 3000
             run = out / f'table7/{arm}-{seed}'
@@ -194,16 +197,19 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
                 losses = {1000: 3.0, 2000: 2.95, 2500: 2.95, 3000: 2.95}
             if arm == 'mlm15' and i == 2:  # 0.1 below it exactly at 2500: that counts as having left
                 losses = {1000: 3.0, 2000: 2.9, 2500: math.log(20) - 0.1, 3000: 2.72}
-            (run / 'log.jsonl').write_text(''.join(json.dumps(dict(iter=k, val_loss=v)) + '\n' for k, v in losses.items()))
+            (run / 'log.jsonl').write_text(''.join(json.dumps(dict(iter=k, val_loss=v)) + '\n'
+                                                   for k, v in losses.items()))
         # theory.py maskloss: vm below mlm 0.3 at rho = 0.15 on every seed, above it at rho = 0.9
         write_csv(out / f'table7/maskloss-{seed}/maskloss.csv', [
             {'series': f'{j + 1}: vm [0.15, 0.3] {arm}-{seed}', 'mask ratio rho': rho,
-             'nats per masked token': {0.15: 1.7, 0.9: 3.2}[rho] + {('vm', 0.15): -0.1, ('vm', 0.9): 0.4 + 0.01 * i}.get((arm, rho), 0)}
+             'nats per masked token': {0.15: 1.7, 0.9: 3.2}[rho] +
+             {('vm', 0.15): -0.1, ('vm', 0.9): 0.4 + 0.01 * i}.get((arm, rho), 0)}
             for j, arm in enumerate(arms) for rho in (0.15, 0.9)])
     for seed in ('1', '2'):  # the GPT-2 reproduction: one-stream only, vm above mlm 0.15 on both seeds
         for data in ('shakespeare', 'wikipedia'):
             write_ppl_summary(gpt2 / f'table7/ppl-{data}-{seed}', {f'mlm15-{seed}': 700.0, f'mlm30-{seed}': 800.0,
-                              f'vm-{seed}': 750.0}, {f'mlm15-{seed}': 900.0, f'mlm30-{seed}': 900.0, f'vm-{seed}': 900.0})
+                              f'vm-{seed}': 750.0},
+                              {f'mlm15-{seed}': 900.0, f'mlm30-{seed}': 900.0, f'vm-{seed}': 900.0})
     env = dict(TOKENS='bytes', KEEP=str(out), RES=str(res), SEEDS=' '.join(SEEDS), GPT2_OUT=str(gpt2), GPT2_SEEDS='1 2',
                PYTHON=sys.executable, PATH='/usr/bin:/bin')
     result = subprocess.run(['bash', str(SCRIPT), 'summary'], env=env, capture_output=True, text=True)
@@ -223,7 +229,8 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
     assert row(tables, 'shakespeare: vm - mlm30').split(' | ')[2] == 'no'          # -0.5, +0.5, +0.5
     assert row(tables, 'shakespeare: vm - mlm30').endswith('| – |')  # seed 3's mlm 0.3 stopped short: not judged
     assert row(tables, 'wikipedia: vm_2s - mlm15_2s').split(' | ')[2] == 'weak'   # -1, -0.5, 0
-    assert row(tables, 'shakespeare: vm_2s - mlm30_2s').endswith('| – | -0.5 ± 0.5 (weak, p = 0.23 / 0.5), 3 of 3 seeds |')
+    assert row(tables, 'shakespeare: vm_2s - mlm30_2s').endswith('| – | -0.5 ± 0.5 (weak, p = 0.23 / 0.5), '
+                                                                 '3 of 3 seeds |')
     budget_table = section(tables, 'Table 7, 3000 steps: validation loss')
     budget = row(budget_table, 'vm_2s').split(' | ')
     assert budget[1:6] == ['2.710 ± 0.010', '-0.090 ± 0.010', '-0.040 ± 0.010', '0 of 3', '2000 / 2000 / 2000 |']
@@ -256,7 +263,8 @@ def test_byte_level_table7_paired_differences_gpt2_column_and_budget_check(tmp_p
     assert row(tables, "B2 | vm's gain largest there | shakespeare: vm_2s's gain over mlm30_2s, k < 8 above every "
                "later bucket (log ppl ratio)").split(' | ')[3:5] == ['0.000 ± 0.000', '0 of 3']
     assert '| not met | in domain, every seed: not met; Wikipedia, the mean: not met | 4 of 8 |' in holds(tables, 'B1')
-    assert "| not met | highest at the shortest prefixes: effect; vm's gain largest there: not met |" in holds(tables, 'B2')
+    assert "| not met | highest at the shortest prefixes: effect; vm's gain largest there: not met |" in \
+        holds(tables, 'B2')
     assert '| B3 |' not in tables and '| B4 |' not in tables  # not run: not judged
 
 
@@ -290,7 +298,8 @@ def needs_of(job, seed):
     """What each byte-level job reads: the runs that must have ended before it starts."""
     name = job.rsplit('/', 2)
     if '/table7/ppl' in job or '/table7/maskloss' in job:
-        return {job.rsplit('/', 1)[0] + f'/{arm}-{seed}' for arm in ('mlm15', 'mlm30', 'vm', 'mlm15_2s', 'mlm30_2s', 'vm_2s')}
+        return {job.rsplit('/', 1)[0] + f'/{arm}-{seed}'
+                for arm in ('mlm15', 'mlm30', 'vm', 'mlm15_2s', 'mlm30_2s', 'vm_2s')}
     out = job.split('/table7/')[0].split('/text/')[0].rsplit('/fig2', 1)[0]
     if '/linprobe-' in job:
         return {f'{out}/text/ar-{seed}', f'{out}/text/dar-{seed}'}
@@ -375,7 +384,8 @@ def test_table2_reads_per_seed_files_and_a_run_of_all_seeds_alike(tmp_path):
         out = tmp_path / layout.replace(' ', '_')
         files = ({f'linprobe-{s}/glue_linprobe.json': [summary_row(a, s, score[a, s]) for a in ('ar', 'dar')]
                   for s in SEEDS} if layout == 'per seed' else
-                 {'linprobe/glue_linprobe.json': [summary_row(a, s, score[a, s]) for a in ('ar', 'dar') for s in SEEDS]})
+                 {'linprobe/glue_linprobe.json': [summary_row(a, s, score[a, s])
+                                                  for a in ('ar', 'dar') for s in SEEDS]})
         for name, rows in files.items():
             path = out / 'text' / name
             path.parent.mkdir(parents=True)
@@ -477,7 +487,8 @@ def test_fig2_post_hoc_ratio_leaves_out_a_seed_whose_mlm_stayed_on_the_plateau(t
     arms = ['mlm15', 'mlm30', 'vm']
     for seed in SEEDS:
         for data in ('shakespeare', 'wikipedia'):
-            write_ppl_summary(out / f'table7/ppl-{data}-{seed}', {**{f'{a}-{seed}': 10.0 for a in arms}, '(unigram)': 20.0},
+            write_ppl_summary(out / f'table7/ppl-{data}-{seed}',
+                              {**{f'{a}-{seed}': 10.0 for a in arms}, '(unigram)': 20.0},
                               {**{f'{a}-{seed}': 20.0 for a in arms}, '(unigram)': 40.0})
         for arm in arms:
             last = 2.95 if (arm, seed) == ('mlm15', '2') else math.log(20) - 0.1  # exactly 0.1 below: left it
@@ -556,7 +567,8 @@ def test_b2_highest_at_short_prefixes_means_above_every_later_bucket(tmp_path):
             (path / 'summary.json').write_text(json.dumps(dict(checkpoints=checkpoints)))
     tables = summarize(out, tmp_path / 'res', 'bytes')
     for data in ('shakespeare', 'wikipedia'):
-        vm = row(tables, f'B2 | highest at the shortest prefixes | {data}: vm, k < 8 above every later bucket (log ppl)')
+        vm = row(tables, f'B2 | highest at the shortest prefixes | {data}: vm, k < 8 above every later bucket '
+                 '(log ppl)')
         assert vm.split(' | ')[4] == '0 of 3' and vm.endswith('| the mean | no | no |')
         mlm = row(tables, f'B2 | highest at the shortest prefixes | {data}: mlm15, k < 8 above every later bucket '
                   '(log ppl)')
@@ -574,7 +586,8 @@ def test_centring_removes_a_shared_direction():
     plain = connectivity_rows(features, cosine=True)
     assert top_pair_similarities(plain, top=1000)[-1] > 0.99
     centred = connectivity_rows(features, cosine=True, centred=True)
-    assert np.allclose(np.linalg.norm(centred, axis=1), 1) and np.allclose(centred.mean(axis=0) @ centred.T, 0, atol=0.1)
+    assert np.allclose(np.linalg.norm(centred, axis=1), 1) and \
+        np.allclose(centred.mean(axis=0) @ centred.T, 0, atol=0.1)
     assert top_pair_similarities(centred, top=1000)[-1] < 0.6
     with_copy = connectivity_rows(np.vstack([features, features[:1]]), cosine=True, centred=True)
     assert top_pair_similarities(with_copy, top=1)[0] == pytest.approx(1.0)
