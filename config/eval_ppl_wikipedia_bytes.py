@@ -2,5 +2,5 @@
 # (prepare once: python data/wikipedia/prepare.py --tokenizer=bytes).
 include('eval_ppl_wikipedia.py')
 dataset = 'wikipedia_bytes'
-max_tokens = 32000          # as config/eval_ppl_shakespeare_bytes.py: CPU minutes; --max_tokens=0 scores the whole split
+max_tokens = 32000          # as eval_ppl_shakespeare_bytes.py: CPU minutes; --max_tokens=0 scores the whole split
 out_dir = 'out/eval_ppl_wikipedia_bytes'

@@ -1,5 +1,6 @@
-# GLUE fine-tuning with Cramming's "sane" recipe (Geiping & Goldstein 2023): the eight tasks of the paper's average, dev sets,
-# AdamW lr 4e-5, batch 16, 5 epochs, cosine with 10% warmup, max length 128, no weight decay, median of 3 seeds.
+# GLUE fine-tuning with Cramming's "sane" recipe (Geiping & Goldstein 2023): the eight tasks of the paper's average,
+# dev sets, AdamW lr 4e-5, batch 16, 5 epochs, cosine with 10% warmup, max length 128, no weight decay, median of 3
+# seeds.
 # data: python data/glue/prepare.py (needs a network)
 # $ python eval_glue.py config/glue_sane.py --ckpt=out-ar/ckpt_best.pt --ckpt=out-dar/ckpt_best.pt
 mode = 'finetune'

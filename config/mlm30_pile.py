@@ -1,4 +1,5 @@
-# Table 7: masked LM with ratio 0.30 on the Pile (one-stream BERT form, "a decoder-only Transformer without causal mask").
+# Table 7: masked LM with ratio 0.30 on the Pile (one-stream BERT form, "a decoder-only Transformer without causal
+# mask").
 include('ar_pile.py')
 out_dir = 'out-mlm30-pile'
 objective = 'mlm'

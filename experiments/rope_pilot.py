@@ -2,7 +2,8 @@
 seed the step at which the held-out loss left the unigram plateau and the loss at the last step, learned table vs
 RoPE, the paired differences with their tests, one plot per arm (learned dashed, rope solid, the unigram and bigram
 floors), and the rule registered at the top of rope_pilot.sh, applied as written.
-usage: python -m experiments.rope_pilot [RECORD]   (default: experiments/rope-pilot; writes tables.md and plots there)"""
+usage: python -m experiments.rope_pilot [RECORD]   (default: experiments/rope-pilot; writes tables.md and plots
+there)"""
 import glob
 import json
 import math
@@ -65,7 +66,8 @@ def report(record):
     margin, tolerance = constants['EXIT_MARGIN'], constants['AR_TOLERANCE']
     arms = [arm for arm in ARMS if all((arm, pos) in runs for pos in POSITIONS)]
     lines = ["# Rotary positions vs the learned table: the byte recipe's pilot", "",
-             f"Drawn from the record (settings.json, runs/ARM/POS/SEED/log.jsonl) by `python -m experiments.rope_pilot`."
+             "Drawn from the record (settings.json, runs/ARM/POS/SEED/log.jsonl) by "
+             "`python -m experiments.rope_pilot`."
              f" Held-out loss in nats per byte (ar exact, dar left to right, masked arms the any-order bound) at step "
              f"{settings['steps']}; exit = first evaluation at least {margin} below the unigram floor {unigram:.3f} "
              f"(bigram floor {bigram:.3f}).", "",
@@ -79,7 +81,8 @@ def report(record):
             ends[arm, pos] = np.array([runs[arm, pos][s][1][-1] for s in seeds])
         for i, seed in enumerate(seeds):
             lines.append(f"| {ARMS[arm]} | {seed} | {step_text(exits[arm, 'learned'][i])} | "
-                         f"{step_text(exits[arm, 'rope'][i])} | {ends[arm, 'learned'][i]:.3f} | {ends[arm, 'rope'][i]:.3f}"
+                         f"{step_text(exits[arm, 'rope'][i])} | {ends[arm, 'learned'][i]:.3f} | "
+                         f"{ends[arm, 'rope'][i]:.3f}"
                          f" | {ends[arm, 'rope'][i] - ends[arm, 'learned'][i]:+.3f} |")
     lines += ["", "Paired over seeds, end (rope) - end (learned): mean ± std, two-sided paired t-test and sign test "
               "(reported beside the rule, not part of it).", "", "| arm | rope - learned | t-test p | sign test p |",
@@ -111,7 +114,8 @@ def report(record):
         verdict = "the byte recipe switches to rope"
     else:
         failed = [name for name, met in (('R1', r1_met), ('R2', r2_met)) if not met]
-        verdict = f"the byte recipe keeps the learned table ({' and '.join(failed)} not met); --rope=True stays an option"
+        verdict = (f"the byte recipe keeps the learned table ({' and '.join(failed)} not met); "
+                   "--rope=True stays an option")
     lines += [f"**Verdict:** {verdict}.", ""]
     # one plot per arm: the mean over seeds of each position encoding, with the floors
     for arm in arms:
@@ -122,7 +126,8 @@ def report(record):
                 steps.tolist(), np.mean([runs[arm, pos][s][1] for s in runs[arm, pos]], axis=0).round(4).tolist())
         for name, floor in (('unigram floor', unigram), ('bigram floor', bigram)):
             series[name] = ([0, settings['steps']], [floor, floor])
-        line_plot(os.path.join(record, f"loss_{arm}.png"), series, dashed=[n for n in series if n.startswith('learned')],
+        line_plot(os.path.join(record, f"loss_{arm}.png"), series,
+                  dashed=[name for name in series if name.startswith('learned')],
                   title=f"{ARMS[arm]}: held-out loss, learned positions (dashed) vs rope (solid)", xlabel='step',
                   ylabel='held-out loss (nats per byte)')
     atomic_write(os.path.join(record, 'tables.md'), '\n'.join(lines).rstrip() + '\n')
