@@ -3,7 +3,7 @@ PYTHON ?= python
 PIP = $(PYTHON) -m pip install -q --disable-pip-version-check
 
 .PHONY: setup setup-test data demo test theory images glue-offline reproduce reproduce-bytes masked-generators \
-	data-constrained vision data-constrained-rope reproduce-rope clean
+	data-constrained vision data-constrained-rope reproduce-rope sample-quality clean
 
 # torch 2.13.0 only when no torch is present: an unpinned resolve pulls several GB of CUDA packages
 setup:
@@ -95,6 +95,11 @@ data-constrained-rope: setup
 # seeds at 1200 steps (about 5.7 h on 2 cores, estimated before any run; resumable)
 reproduce-rope: setup
 	PYTHON=$(PYTHON) bash experiments/reproduce_rope.sh
+
+# sample quality against forward passes for every sampler: ar, two-stream mdlm and vm, 3 seeds, judged by a longer-
+# trained ar (about 1.5 h on 2 cores; resumable; on a finished record it only redraws the tables and plots)
+sample-quality: setup
+	PYTHON=$(PYTHON) bash experiments/sample_quality.sh
 
 clean:
 	rm -rf out-* out/
