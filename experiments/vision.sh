@@ -100,6 +100,9 @@ REGISTERED_ARMS="dar2 dar3 dar4 gvp ar ar1s vm mae75 mae50"  # the costlier two-
 SEEDS=${SEEDS:-$REGISTERED_SEEDS}
 ARMS=${ARMS:-$REGISTERED_ARMS}
 STEPS=${STEPS:-1000}  # the registered budget (the recipe's own); a smaller one only to smoke-test the script
+JOBS=${JOBS:-2}       # jobs at a time (two: one per core); more on a GPU
+DEVICE_FLAGS=${DEVICE_FLAGS:-}  # e.g. "--device=cuda --dtype=float32 --attn_backend=sdpa": where the models compute
+TRAIN_FLAGS=${TRAIN_FLAGS:-}    # e.g. "--compile=False": train.py only
 SMOKE=${SMOKE:-0}     # 1: every evaluation on a few hundred images for one epoch, only to smoke-test the script
 FINETUNED="ar ar1s dar2"
 RECON_SEED=1337
@@ -152,8 +155,9 @@ job() {  # job ARM SEED: train (or resume) unless the record has the run, then e
             [ -f "$dir/ckpt_last.pt" ] && start=--init_from=resume
             mkdir -p "$dir"
             # shellcheck disable=SC2046
-            $PYTHON train.py $(config "$arm") $RECIPE --seed="$seed" $start --overwrite=True --out_dir="$dir" \
-                > "$dir.txt" 2>&1 || { echo "failed: $arm $seed training (see $dir.txt)" >&2; return 1; }
+            $PYTHON train.py $(config "$arm") $RECIPE $DEVICE_FLAGS $TRAIN_FLAGS --seed="$seed" $start \
+                --overwrite=True --out_dir="$dir" > "$dir.txt" 2>&1 ||
+                { echo "failed: $arm $seed training (see $dir.txt)" >&2; return 1; }
         }
         mkdir -p "$keep"
         # a run trained again for an evaluation (a clone without checkpoints) keeps the recorded log beside its own
@@ -168,8 +172,8 @@ job() {  # job ARM SEED: train (or resume) unless the record has the run, then e
         esac
         mkdir -p "$dir/eval"
         # shellcheck disable=SC2086
-        $PYTHON eval_vision.py $command --ckpt="$dir/ckpt_best.pt" --names="$arm" --out_dir="$dir/eval" \
-            --overwrite=True --progress=False > "$dir/eval/$task.txt" 2>&1 ||
+        $PYTHON eval_vision.py $command $DEVICE_FLAGS --ckpt="$dir/ckpt_best.pt" --names="$arm" \
+            --out_dir="$dir/eval" --overwrite=True --progress=False > "$dir/eval/$task.txt" 2>&1 ||
             { echo "failed: $arm $seed $task (see $dir/eval/$task.txt)" >&2; return 1; }
         cp "$dir/eval/$task.csv" "$keep/$task.csv"
         [ "$task" != recon ] || cp "$dir/eval/recon_$arm.png" "$keep/recon_$arm.png"
@@ -177,13 +181,13 @@ job() {  # job ARM SEED: train (or resume) unless the record has the run, then e
     echo "done: $arm $seed"
 }
 export -f job config tasks finished
-export PYTHON OUT RES STEPS FINETUNED RECIPE PROBE FINETUNE RECON
+export PYTHON OUT RES STEPS FINETUNED RECIPE PROBE FINETUNE RECON DEVICE_FLAGS TRAIN_FLAGS
 jobs=()
 for seed in $SEEDS; do
     for arm in $ARMS; do jobs+=("$arm $seed"); done
 done
 status=0
-printf '%s\n' "${jobs[@]}" | xargs -P 2 -L 1 bash -c 'job "$0" "$1"' || status=$?
+printf '%s\n' "${jobs[@]}" | xargs -P "$JOBS" -L 1 bash -c 'job "$0" "$1"' || status=$?
 
 $PYTHON -m experiments.vision "$RES" "$RES"  # whatever the record holds; a comparison missing a seed is pending
 echo "record in $RES"
