@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import ROOT
 from evals.sample_quality import REPETITIVE_FRACTION, sample_nll, sample_quality, unigram_entropy
 from experiments import sample_quality as sq
 from experiments.stats import mean_std
@@ -177,3 +178,34 @@ def test_the_summary_regenerates_byte_for_byte(tmp_path):
     sq.report(str(tmp_path / 'b'))
     for name in ('tables.md', 'judge_nll.csv', 'entropy.csv', 'judge_nll.png', 'entropy.png'):
         assert (tmp_path / 'a' / name).read_bytes() == (tmp_path / 'b' / name).read_bytes(), name
+
+
+def test_the_committed_record_regenerates_byte_for_byte(tmp_path):
+    """experiments/sample-quality: tables.md, the CSVs and the plots come back from the samples' scores and the
+    training logs alone."""
+    record = os.path.join(ROOT, 'experiments', 'sample-quality')
+    for folder in ('samples', 'train', 'judge'):
+        shutil.copytree(os.path.join(record, folder), tmp_path / folder)
+    sq.report(str(tmp_path))
+    for name in ('tables.md', 'judge_nll.csv', 'entropy.csv', 'judge_nll.png', 'entropy.png'):
+        assert (tmp_path / name).read_bytes() == open(os.path.join(record, name), 'rb').read(), name
+
+
+def test_experiments_readme_quotes_the_record():
+    """experiments/README.md's table of samplers: each cell is tables.md's judge NLL for that model, sampler and step
+    size."""
+    rows = [line.split(' | ') for line in open(os.path.join(ROOT, 'experiments', 'sample-quality', 'tables.md'))
+            if line.startswith('| ') and line.count(' | ') == 7]
+    judge = {(row[0][2:], row[1], row[2]): row[4] for row in rows}
+    section = open(os.path.join(ROOT, 'experiments', 'README.md')).read().split(
+        '## Sample quality against forward passes')[1].split('\n## ')[0]
+    settings = {"random order, 1 a step (exactly the model's mixture)": ('random', '1'),
+                'random order, 16 a step': ('random', '16'), 'confident (MaskGIT), 1 a step': ('confident', '1'),
+                'confident, 16 a step': ('confident', '16'),
+                'confident in blocks of 32 (LLaDA), 1 a step': ('confident, blocks 32', '1'),
+                'confident in blocks of 32, 16 a step': ('confident, blocks 32', '16')}
+    quoted = [line.strip('|\n ').split(' | ') for line in section.splitlines() if line.startswith('| ')]
+    assert [cells[0] for cells in quoted[1:]] == list(settings)  # below the header
+    for cells in quoted[1:]:
+        sampler, k = settings[cells[0]]
+        assert cells[2:] == [judge['mdlm two-stream', sampler, k], judge['vm [0.15, 0.3] two-stream', sampler, k]]
