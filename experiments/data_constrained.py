@@ -35,12 +35,12 @@ TITLES = {'data_constrained.sh': 'Data-constrained: look ahead vs look around wh
 # the settings the summary reads, written by the scripts before their runs
 
 
-def write_settings(path, small, steps, interval, recipe, seeds=''):
+def write_settings(path, small, steps, interval, recipe, seeds='', data_dir='data/shakespeare_bytes'):
     """settings.json: the training sizes, budget and recipe, the registered seeds when given (no verdict before each
     has every arm), and the unigram / bigram floors of each training size on the held-out windows every run scores."""
     from data.text import load_tokens
     from evals.ppl import NgramBaselines
-    train, held_out = load_tokens('data/shakespeare_bytes', 'train'), load_tokens('data/shakespeare_bytes', 'val')
+    train, held_out = load_tokens(data_dir, 'train'), load_tokens(data_dir, 'val')
     windows = np.asarray(held_out[:64 * 3000]).reshape(-1, 64)
     windows = np.concatenate([np.full((len(windows), 1), 256), windows], axis=1)  # BOS, as train.py's windows
     sizes = {'small': int(small), 'full': len(train)}
