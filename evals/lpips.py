@@ -24,11 +24,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from configurator import UsageError
-from data.images import fetch_wheel, read_wheel_member
+from data.fetch import pip_archive, read_members
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CACHE_DIR = os.path.join(REPO_ROOT, 'data', 'cache')
-WHEEL = ('stlpips-pytorch', '0.0.2')
+WHEEL = ('stlpips-pytorch==0.0.2', 'stlpips_pytorch-0.0.2-*.whl', ['--only-binary=:all:'])
 WEIGHTS_MEMBER = 'stlpips_pytorch/weights/vST0.0/{net}_shift_tolerant.pth'
 WEIGHTS_SHA256 = {'alex': 'b356b382f96010f77d085ee8343ecd9fd322d0a56e8de2b2d0549fafcad8b9ee',
                   'vgg': '44597da68f49c1837c100ff52299050f274d102eb102e5837178c79be6f0e250'}
@@ -131,9 +129,9 @@ BACKBONES = {'alex': shift_tolerant_alexnet, 'vgg': shift_tolerant_vgg16}
 def load_weights(net, weights_path=None):
     """The shipped ST-LPIPS state dict for net: from weights_path, else from the wheel (fetched if missing)."""
     if weights_path is None:
-        wheel = fetch_wheel(*WHEEL, CACHE_DIR)
-        source = io.BytesIO(read_wheel_member(wheel, WEIGHTS_MEMBER.format(net=net), WEIGHTS_SHA256[net]))
-        where = f"{wheel}:{WEIGHTS_MEMBER.format(net=net)}"
+        wheel, member = pip_archive(*WHEEL), WEIGHTS_MEMBER.format(net=net)
+        source = io.BytesIO(read_members(wheel, {member: WEIGHTS_SHA256[net]})[member])
+        where = f"{wheel}:{member}"
     else:
         if not os.path.exists(weights_path):
             raise UsageError(f"LPIPS weights {weights_path} not found; pass weights_path=None to fetch them")
