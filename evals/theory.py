@@ -24,10 +24,8 @@ from output import progress as progress_bar
 def toy_size(objective, s, T, visible=()):
     """(rows, cols) of one class block of A, counted without enumerating."""
     if objective in ('ar', 'dar'):
-        rows = sum(T ** i for i in range(s))
-    else:
-        rows = sum(math.comb(s, s_m) * T ** s_m for s_m in visible)
-    return rows, s * T
+        return sum(T ** i for i in range(s)), s * T  # one prefix of each length i < s
+    return sum(math.comb(s, s_m) * T ** s_m for s_m in visible), s * T
 
 def toy_block(objective, r, s, T, visible=(), t=None, max_entries=2 * 10 ** 7):
     """One class block of the co-occurrence matrix A (its entries carry the class probability 1/r).
@@ -103,17 +101,16 @@ def toy_report(objective, r, s, T, visible=(), t=None, max_entries=2 * 10 ** 7):
 # -----------------------------------------------------------------------------
 # Thm 4.3: the misalignment w_k = (s(1-rho))^3 - (k-1)^3 between the pretraining visible length and a prefix
 
-def misalignment(s, rho_range, nodes=16):
-    """Per target index k = 1..s (prefix length k-1): w_k and the bound's length term w_k^2 / (k-1)^6 (k >= 2),
-    plus Eq. 4's length part sum_{k>=2} w_k^2 / (k-1)^6 / (2 s (1 - rho)). For a vm range [a, b] every quantity is
-    averaged over rho ~ U[a, b] (Gauss-Legendre, exact for these polynomials in rho); a == b is fixed rho.
-    w_k < 0 once the prefix outgrows the visible set (k - 1 > s(1 - rho)), where the proof's premise (prefix
-    inside the visible set) fails; it is reported as the formula gives it."""
+def misalignment(s, rho_range):
+    """Per target index k = 1..s (prefix length k-1): w_k, the bound's length term (k >= 2) and Eq. 4's length part.
+    A vm range [a, b] averages each over rho ~ U[a, b] (16-node Gauss-Legendre); a == b is a fixed rho. w_k < 0 once
+    the prefix outgrows the visible set (k - 1 > s(1 - rho)), where the proof's premise (prefix inside the visible
+    set) fails; it is reported as the formula gives it."""
     low, high = rho_range
     if not 0 <= low <= high < 1:
         raise UsageError(f"mask ratios must satisfy 0 <= a <= b < 1, got {rho_range}")
     if high > low:
-        x, weight = np.polynomial.legendre.leggauss(nodes)
+        x, weight = np.polynomial.legendre.leggauss(16)
         rhos, weights = low + (high - low) * (x + 1) / 2, weight / 2
     else:
         rhos, weights = np.array([low]), np.array([1.0])
