@@ -93,7 +93,7 @@ VARIANTS.update({f"{name}_rope": (objective, tokenizer, True)
 
 # -----------------------------------------------------------------------------
 # device, precision, what to run
-if int(os.environ.get('RANK', -1)) != -1:
+if 'RANK' in os.environ:  # as setup_processes reads it
     raise SystemExit("bench.py: error: run bench.py as one process (python bench.py ...), not under torchrun: "
                      "its ratios are only meaningful between runs in the same process on the same device")
 unknown = [v for v in variants if v not in VARIANTS] + [b for b in backends if b not in ('sdpa', 'flex')]
@@ -178,14 +178,11 @@ def make_step(model, batch, mode):
         return loss.detach()
     return train_step, optimizer
 
-def interleaved_ms(fns, n_warmup, n_steps):
-    """Median wall time of one call of each fn after warm-up. The fns take turns step by step, so a drift in
+def interleaved_ms(fns):
+    """Median wall time of one call of each fn after `warmup` calls. The fns take turns step by step, so a drift in
     the machine (other load, clocks, heat) hits all of them alike and their ratios stay fair."""
-    for fn in fns:
-        for _ in range(n_warmup):
-            fn()
     marks = [[] for _ in fns]
-    for _ in range(n_steps):
+    for _ in range(warmup + steps):
         for fn, fn_marks in zip(fns, marks):
             start = mark()
             fn()
@@ -193,7 +190,7 @@ def interleaved_ms(fns, n_warmup, n_steps):
     if cuda:
         torch.cuda.synchronize()
     elapsed = (lambda start, end: start.elapsed_time(end)) if cuda else (lambda start, end: end - start)
-    return [statistics.median(elapsed(*pair) for pair in fn_marks) for fn_marks in marks]
+    return [statistics.median(elapsed(*pair) for pair in fn_marks[warmup:]) for fn_marks in marks]
 
 def mark():
     """Now: a recorded CUDA event (no host sync inside the timing loop), or the host clock in ms."""
@@ -260,7 +257,7 @@ def run_speed(S, mode, run_backends, probe_memory=True):
             model = build_model(S, backend, variant)
             fn, optimizer = make_step(torch.compile(model) if compile else model, batch, mode)
             entries.append((variant, backend, model, batch, fn, optimizer))
-    times = interleaved_ms([entry[4] for entry in entries], warmup, steps)
+    times = interleaved_ms([entry[4] for entry in entries])
     rows = []
     for (variant, backend, model, batch, fn, optimizer), ms in zip(entries, times):
         peak = resident_bytes(model, optimizer, batch) + step_memory(fn) if probe_memory else None
@@ -295,20 +292,19 @@ def run_attention(S):
     torch.manual_seed(seed)
     q = torch.randn(B, n_head, rows, head_dim, **options)
     k, v = (torch.randn(B, n_head, S, head_dim, **options) for _ in 'kv')
-    grad_out = torch.randn_like(q)
     block_mask, mask = flex_block_mask(content_groups, query_groups), dense_mask(content_groups, query_groups)
 
     q_ar = q[:, :, :S].detach().clone().requires_grad_(cuda)  # ar: S rows only, SDPA's causal kernel
 
-    def timed(attend, query, grad):
-        if cuda:
-            return lambda: torch.autograd.grad(attend(query), (query, k, v), grad)
-        return torch.no_grad()(lambda: attend(query))  # eager flex is ~10x slower in grad mode, needed or not
+    def timed(attend, query):
+        if not cuda:
+            return torch.no_grad()(attend)  # eager flex is ~10x slower in grad mode, needed or not
+        grad = torch.randn_like(query)
+        return lambda: torch.autograd.grad(attend(), (query, k, v), grad)
     flex_ms, sdpa_ms, causal_ms = interleaved_ms([
-        timed(lambda query: flex_attention(query, k, v, block_mask), q, grad_out),
-        timed(lambda query: F.scaled_dot_product_attention(query, k, v, attn_mask=mask), q, grad_out),
-        timed(lambda query: F.scaled_dot_product_attention(query, k, v, is_causal=True), q_ar,
-              grad_out[:, :, :S].contiguous())], warmup, steps)
+        timed(lambda: flex_attention(q, k, v, block_mask), q),
+        timed(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask), q),
+        timed(lambda: F.scaled_dot_product_attention(q_ar, k, v, is_causal=True), q_ar)])
     return dict(seq_len=S, batch_size=B, mode='forward+backward' if cuda else 'forward', dtype=dtype,
                 flex_ms=flex_ms, sdpa_ms=sdpa_ms, speedup=sdpa_ms / flex_ms, ar_causal_ms=causal_ms)
 
@@ -358,9 +354,6 @@ def verdict(name, ok, detail):
     print(f"{'PASS' if ok else 'SKIP' if ok is None else 'FAIL'}  {name}: {detail}", flush=True)
     return ok is not False
 
-def gradients(model):
-    return {name: p.grad.float() for name, p in model.named_parameters() if p.grad is not None}
-
 def self_check():
     S = speed_lens[-1]
     B = max(1, tokens_per_step // S)
@@ -376,9 +369,8 @@ def self_check():
             out_flex, loss_flex = flex_step(**batch)
             if cuda:
                 (loss_dense + loss_flex).backward()
-        reference = gradients(dense)
-        grad_gap = max(((reference[k] - g).abs().max() / reference[k].abs().max().clamp(min=1e-12)).item()
-                       for k, g in gradients(flex).items()) if cuda else 0.0
+        grad_gap = max(((p.grad - q.grad).abs().max() / p.grad.abs().max().clamp(min=1e-12)).item()
+                       for p, q in zip(dense.parameters(), flex.parameters()) if p.grad is not None) if cuda else 0.0
         out_gap = ((out_dense - out_flex).abs().max() / out_dense.abs().max()).item()
         ok = out_gap < 1e-3 and grad_gap < 1e-2 and math.isfinite(loss_flex.item())
         passed.append(verdict(f"{variant}: compiled flex {'fwd+bwd' if cuda else 'forward'} = dense SDPA", ok,
@@ -419,10 +411,9 @@ if check:
 # -----------------------------------------------------------------------------
 # run everything in this one process, into an out_dir claimed first (the self-check above writes nothing)
 claim_out_dir(out_dir, ('bench.json', 'bench.csv', 'bench.md'), overwrite)
-memory_variants = [v for v in ('ar', 'dar') if v in variants]
 jobs = [(run_speed, (S, 'train', train_backends)) for S in speed_lens] + \
        [(run_speed, (S, 'forward', forward_backends)) for S in speed_lens if forward_backends] + \
-       [(run_memory, (v, b, S)) for v in memory_variants for b in train_backends for S in all_lens] + \
+       [(run_memory, (v, b, S)) for v in ('ar', 'dar') if v in variants for b in train_backends for S in all_lens] + \
        [(run_attention, (block_size,))]
 print(f"bench: {device_name} | {dtype}{' compiled' if compile else ''} | {n_layer} x {n_embd} ({n_head} heads) | "
       f"{tokens_per_step} tokens/step | S {speed_lens} (memory {all_lens} at batch {memory_batch}) | "
