@@ -319,6 +319,9 @@ def step_ratios(rows):
     return {f"{v}/{base}": {str(S): fastest(rows, v, S)['ms_per_step'] / fastest(rows, base, S)['ms_per_step']
                             for S in lens} for v, base in pairs}
 
+def fmt(value, spec, scale=1, unit=''):
+    return 'n/a' if value is None else format(scale * value, spec) + unit
+
 def target(name, sign, goal, value, measurable, note):
     met = value is not None and (value <= goal if sign == '<=' else value >= goal)
     status = 'not measured here' if value is None or not measurable else ('met' if met else 'missed')
@@ -398,8 +401,7 @@ def self_check():
         for r in rows))
     for t in [t for t in speed_targets(rows, run_attention(S), {}) if t['name'] in CHECK_TARGETS]:
         status = t['status'].replace('measured', 'measurable')  # the self-check's wording of an unmeasured target
-        shown = 'n/a' if t['measured'] is None else f"{t['measured']:.2f}"
-        print(f"TARGET {status}  {t['name']} {t['target']}: {shown} (S={S}, {device_name})")
+        print(f"TARGET {status}  {t['name']} {t['target']}: {fmt(t['measured'], '.2f')} (S={S}, {device_name})")
     if not cuda:
         verdict("flex backward, nccl, bf16 tensor cores", None, "need CUDA: run this again on the GPU machine")
     print(f"self-check: {sum(passed)} of {len(passed)} checks passed on {device_name}")
@@ -434,9 +436,6 @@ targets = speed_targets(runs, attention, memory_slopes)
 
 # -----------------------------------------------------------------------------
 # tables (printed and written as markdown), JSON, CSV
-def fmt(value, spec, scale=1, unit=''):
-    return 'n/a' if value is None else format(scale * value, spec) + unit
-
 stamp = datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
 lines = [f"bench.py on {device_name}, torch {torch.__version__}, {dtype}{', compiled' if compile else ''}, {stamp}",
          f"model {n_layer} layers x {n_embd} ({n_head} heads, {mlp}), {tokens_per_step} tokens per step, "
