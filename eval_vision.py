@@ -128,7 +128,7 @@ for i, path in enumerate(ckpt):
 if len({run['name'] for run in runs}) < len(runs):  # e.g. ckpt_best.pt and ckpt_last.pt of one out_dir
     for run in runs:
         run['name'] = run['path']
-check_pool(pooling, torch.zeros(1, dtype=torch.long))  # the value alone; with each mask in linprobe
+check_pool(pooling, torch.zeros(2, dtype=torch.long))  # the value alone (no mask); each mask in linprobe
 if task == 'recon' and lpips_net not in MIN_SIDE:
     raise UsageError(f"lpips_net must be one of {', '.join(MIN_SIDE)}, got {lpips_net!r}")
 if task == 'recon' and recon_order not in ('random', 'raster'):
