@@ -185,6 +185,8 @@ def test_finetune_parts():
     assert all(group['weight_decay'] == 0 for group in groups if any(p.dim() < 2 for p in group['params']))
     logits = classifier(random_sequences(2))
     assert logits.shape == (2, 10)
+    logits.sum().backward()  # fine-tuning trains the trunk: every trainable weight gets a gradient
+    assert all(p.grad is not None for p in trainable)
     targets = vision.soft_targets(torch.tensor([3, 7]), 10, 0.1)
     assert torch.allclose(targets.sum(dim=1), torch.ones(2)) and targets[0, 3] == pytest.approx(0.91)
     # soft cross-entropy = hard cross-entropy with label smoothing
