@@ -215,6 +215,12 @@ def test_bad_input_is_one_line(tmp_path):
                    '--image_size')
     text, _ = make_checkpoint(tmp_path / 'text.pt', objective='ar')
     one_error_line(run_script('eval_vision.py', f'--ckpt={text}'), 'is a text model', "input_kind='patches'")
+    # pooling='cls' passes the entry check without a kept mask (the next check, lpips_net's, is the one that stops)
+    rgb, _ = make_checkpoint(tmp_path / 'rgb.pt', objective='ar', input_kind='patches', channels=3)
+    rgb_set = f"--dataset=imagefolder:{tmp_path / 'rgb'}"
+    one_error_line(run_script('eval_vision.py', f'--ckpt={rgb}', rgb_set, '--task=recon', '--pooling=cls',
+                              '--keep_mask=False', '--lpips_net=none'), 'lpips_net must be one of')
+    one_error_line(run_script('eval_vision.py', f'--ckpt={rgb}', rgb_set, '--pooling=max'), 'pooling must be')
 
 
 @pytest.fixture(scope='module')
