@@ -26,13 +26,13 @@ import statistics
 import sys
 import time
 import warnings
-from contextlib import contextmanager
+from itertools import accumulate
 from datetime import datetime, timezone
 
 import torch
 import torch.nn.functional as F
 
-from output import atomic_write, claim_out_dir, progress as progress_bar
+from output import atomic_write, claim_out_dir, progress as progress_bar, write_csv
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, model_vocab_size
 from devices import peak_flops, pick_compile, setup_processes, step_flops
@@ -93,7 +93,7 @@ VARIANTS.update({f"{name}_rope": (objective, tokenizer, True)
 
 # -----------------------------------------------------------------------------
 # device, precision, what to run
-if int(os.environ.get('RANK', -1)) != -1:
+if 'RANK' in os.environ:  # as setup_processes reads it
     raise SystemExit("bench.py: error: run bench.py as one process (python bench.py ...), not under torchrun: "
                      "its ratios are only meaningful between runs in the same process on the same device")
 unknown = [v for v in variants if v not in VARIANTS] + [b for b in backends if b not in ('sdpa', 'flex')]
@@ -105,24 +105,30 @@ check_ranges(config, {'n_layer': '[1, inf)', 'n_head': '[1, inf)', 'n_embd': '[1
                       'memory_seq_lens': '[4, inf)', 'warmup': '[0, inf)', 'steps': '[1, inf)',
                       'grad_clip': '[0, inf)', 'seed': '[0, inf)'})
 _, _, _, _, device, dtype, autocast = setup_processes(device, dtype)  # one process (refused under torchrun above)
-device_type = 'cuda' if device.startswith('cuda') else 'cpu'
+cuda = device.startswith('cuda')
+device_type = 'cuda' if cuda else 'cpu'
 compile = pick_compile(compile, device)
 # the self-check's speed lines inform, they never fail it: on CPU, where a step with GPT-2's head takes seconds, it
 # times fewer steps (60 steps of five variants would be most of its minutes)
-warmup = (10 if device_type == 'cuda' else 1 if check else 2) if warmup is None else warmup
-steps = (50 if device_type == 'cuda' else 3 if check else 10) if steps is None else steps
-if device_type == 'cuda':
+warmup = (10 if cuda else 1 if check else 2) if warmup is None else warmup
+steps = (50 if cuda else 3 if check else 10) if steps is None else steps
+if cuda:
     torch.cuda.set_device(device)
     device_name = torch.cuda.get_device_name(device)
 else:
     device_name = f"CPU ({torch.get_num_threads()} threads)"
-device_peak = peak_flops(device_name, dtype) if device_type == 'cuda' else None  # FLOP/s, for MFU
+device_peak = peak_flops(device_name, dtype)  # FLOP/s, for MFU; None on CPUs
+# the MFU targets are stated for GPT-2 124M at S = 1024 in bf16 on one H100
+gpt2_h100 = (cuda and 'H100' in device_name and dtype == 'bfloat16'
+             and (n_layer, n_head, n_embd) == (12, 12, 768))
 speed_lens = tuple(sorted(set(seq_lens))) or tuple(s for s in (128, 512) if s < block_size) + (block_size,)
-memory_lens = tuple(memory_seq_lens) or ((4 * block_size,) if device_type == 'cuda' else ())
+memory_lens = tuple(memory_seq_lens) or ((4 * block_size,) if cuda else ())
+all_lens = tuple(sorted(set(speed_lens + memory_lens)))
 tokens_per_step = batch_size * block_size
+memory_batch = max(1, tokens_per_step // all_lens[-1])
 # FlexAttention has no CPU backward (model.py): on CPU flex is timed forward-only, next to SDPA's forward
-train_backends = [b for b in backends if device_type == 'cuda' or b == 'sdpa']
-forward_backends = [] if device_type == 'cuda' else list(backends)
+train_backends = [b for b in backends if cuda or b == 'sdpa']
+forward_backends = [] if cuda else list(backends)
 if not train_backends:
     raise UsageError("FlexAttention has no CPU backward, so CPU training steps need the sdpa backend: "
                      "add --backends=sdpa (flex is then timed forward-only next to it)")
@@ -133,7 +139,8 @@ torch._dynamo.config.recompile_limit = 64
 
 # -----------------------------------------------------------------------------
 # building blocks: model, fixed batch, one step, a timer, a memory probe
-def build_model(S, backend, on=None, tokenizer='gpt2', rope=False):
+def build_model(S, backend, variant='ar', on=None):
+    _, tokenizer, rope = VARIANTS[variant]
     torch.manual_seed(seed)  # same weights for every variant at the same S
     model_config = ModelConfig(input_kind='tokens', tokenizer=tokenizer, vocab_size=model_vocab_size(tokenizer),
                                block_size=S, n_layer=n_layer, n_head=n_head, n_embd=n_embd, mlp=mlp, bias=bias,
@@ -142,23 +149,23 @@ def build_model(S, backend, on=None, tokenizer='gpt2', rope=False):
         return Transformer(model_config)
 
 def fixed_batch(variant, S, B):
-    """One batch of random tokens per (variant, S), reused every step (nanoGPT's synthetic-data bench): its
-    shapes stay static, so compiled code never recompiles mid-timing, and data loading is not timed."""
+    """One batch of random tokens per (variant, S) on the device, reused every step (nanoGPT's synthetic-data
+    bench): its shapes stay static, so compiled code never recompiles mid-timing, and data loading is not timed."""
     objective, tokenizer, _ = VARIANTS[variant]
     bos = TOKENIZERS[tokenizer][1]
     generator = torch.Generator().manual_seed(seed + S)
     x = torch.randint(0, bos, (B, S), generator=generator)
     x[:, 0] = bos
-    return objective.batch(x, generator, bos)
+    return to_device(objective.batch(x, generator, bos), device)
 
 def make_step(model, batch, mode):
+    """-> (step, optimizer): train.py's step (returning the loss before its update), or a forward pass."""
     if mode == 'forward':
         def forward_step():
             with torch.no_grad(), autocast:
                 model(**batch)
         return forward_step, None
-    optimizer = torch.optim.AdamW(model.optim_groups(0.1), lr=1e-4,  # as train.py
-                                  **({'fused': True} if device_type == 'cuda' else {}))
+    optimizer = torch.optim.AdamW(model.optim_groups(0.1), lr=1e-4, fused=cuda)  # as train.py
 
     def train_step():
         with autocast:
@@ -168,61 +175,44 @@ def make_step(model, batch, mode):
             torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        return loss.detach()
     return train_step, optimizer
 
-def interleaved_ms(fns, n_warmup, n_steps):
-    """Median wall time of one call of each fn after warm-up. The fns take turns step by step, so a drift in
-    the machine (other load, clocks, heat) hits all of them alike and their ratios stay fair.
-    CUDA events on GPU: no host sync inside the loop."""
-    for fn in fns:
-        for _ in range(n_warmup):
+def interleaved_ms(fns):
+    """Median wall time of one call of each fn after `warmup` calls. The fns take turns step by step, so a drift in
+    the machine (other load, clocks, heat) hits all of them alike and their ratios stay fair."""
+    marks = [[] for _ in fns]
+    for _ in range(warmup + steps):
+        for fn, fn_marks in zip(fns, marks):
+            start = mark()
             fn()
-    cuda = device_type == 'cuda'
-    times = [[] for _ in fns]
-    for _ in range(n_steps):
-        for fn, fn_times in zip(fns, times):
-            if cuda:
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                fn()
-                end.record()
-                fn_times.append((start, end))
-            else:
-                t0 = time.perf_counter()
-                fn()
-                fn_times.append((time.perf_counter() - t0) * 1e3)
+            fn_marks.append((start, mark()))
     if cuda:
         torch.cuda.synchronize()
-        times = [[start.elapsed_time(end) for start, end in fn_times] for fn_times in times]
-    return [statistics.median(fn_times) for fn_times in times]
+    elapsed = (lambda start, end: start.elapsed_time(end)) if cuda else (lambda start, end: end - start)
+    return [statistics.median(elapsed(*pair) for pair in fn_marks[warmup:]) for fn_marks in marks]
+
+def mark():
+    """Now: a recorded CUDA event (no host sync inside the timing loop), or the host clock in ms."""
+    if not cuda:
+        return time.perf_counter() * 1e3
+    event = torch.cuda.Event(enable_timing=True)
+    event.record()
+    return event
 
 MEMORY_METHOD = "peak = own parameters + optimizer state + batch + the most one step allocates above them: " + (
-    "cuda max_memory_allocated - memory_allocated before the step" if device_type == 'cuda' else "running sum of "
+    "cuda max_memory_allocated - memory_allocated before the step" if cuda else "running sum of "
     "torch.profiler(profile_memory=True) alloc/free events (tracemalloc misses torch; ru_maxrss never drops)")
 
 def resident_bytes(model, optimizer, batch):
     """Bytes of the tensors one variant keeps across steps: parameters, optimizer state, its batch."""
-    state = [] if optimizer is None else [t for s in optimizer.state.values() for t in s.values()]
-    tensors = list(model.parameters()) + state + [v for v in batch.values() if torch.is_tensor(v)]
-    storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors if torch.is_tensor(t)}
-    return sum(storages.values())
-
-@contextmanager
-def quiet_stderr():
-    """The profiler's C++ side logs two lines per session straight to fd 2; keep the table readable."""
-    sys.stderr.flush()
-    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
+    state = [t for s in optimizer.state.values() for t in s.values()] if optimizer else []
+    tensors = [t for t in [*model.parameters(), *state, *batch.values()] if torch.is_tensor(t)]
+    return sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}.values())
 
 def step_memory(fn):
     """Peak bytes allocated by one call above what was allocated before it (activations, gradients, workspace)."""
-    if device_type == 'cuda':
+    if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         before = torch.cuda.memory_allocated()
@@ -230,22 +220,31 @@ def step_memory(fn):
         torch.cuda.synchronize()
         return torch.cuda.max_memory_allocated() - before
     from torch.profiler import ProfilerActivity, profile
-    with quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        fn()
-    events = sorted(((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
-                     if e.name() == '[memory]'), key=lambda event: event[0])
-    running = grown = 0
-    for _, nbytes in events:
-        running += nbytes
-        grown = max(grown, running)
-    return grown
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)  # the profiler's C++ side logs two lines per session straight to fd 2: keep the table readable
+    os.close(devnull)
+    try:
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            fn()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == '[memory]'),
+                    key=lambda e: e.start_ns())
+    return max(accumulate((e.nbytes() for e in events), initial=0))
 
 def release():
-    """Between jobs: give the GPU memory back and start dynamo afresh (no job sees another's compiled code)."""
+    """After each job: give the GPU memory back and start dynamo afresh (no job sees another's compiled code)."""
     torch._dynamo.reset()
-    if device_type == 'cuda':
+    if cuda:
         gc.collect()  # compiled modules hold reference cycles; on CPU refcounting frees everything (and gc is slow)
         torch.cuda.empty_cache()
+
+def fastest(rows, variant, S, mode='train'):
+    """A variant's row at its fastest backend ({} if none): the ratios and MFU compare variants at their best."""
+    return min((row for row in rows if (row['variant'], row['seq_len'], row['mode']) == (variant, S, mode)),
+               key=lambda row: row['ms_per_step'], default={})
 
 # -----------------------------------------------------------------------------
 # 1) speed at one length: every variant x backend side by side, train steps (or CPU forward-only steps)
@@ -253,121 +252,128 @@ def run_speed(S, mode, run_backends, probe_memory=True):
     B = max(1, tokens_per_step // S)
     entries = []
     for variant in variants:
+        batch = fixed_batch(variant, S, B)
         for backend in run_backends:
-            batch_cpu = fixed_batch(variant, S, B)
-            raw_model = build_model(S, backend, tokenizer=VARIANTS[variant][1], rope=VARIANTS[variant][2])
-            batch = to_device(batch_cpu, device)
-            fn, optimizer = make_step(torch.compile(raw_model) if compile else raw_model, batch, mode)
-            entries.append(dict(variant=variant, backend=backend, fn=fn, flops=step_flops(raw_model, batch_cpu),
-                                model=raw_model, optimizer=optimizer, batch=batch))
-    times = interleaved_ms([e['fn'] for e in entries], warmup, steps)
+            model = build_model(S, backend, variant)
+            fn, optimizer = make_step(torch.compile(model) if compile else model, batch, mode)
+            entries.append((variant, backend, model, batch, fn, optimizer))
+    times = interleaved_ms([entry[4] for entry in entries])
     rows = []
-    for e, ms in zip(entries, times):
-        peak = resident_bytes(e['model'], e['optimizer'], e['batch']) + step_memory(e['fn']) if probe_memory else None
-        objective, tokenizer, rope = VARIANTS[e['variant']]
-        rows.append(dict(variant=e['variant'], objective=objective.name, two_stream=objective.two_stream,
-                         tokenizer=tokenizer, rope=rope, backend=e['backend'], mode=mode,
+    for (variant, backend, model, batch, fn, optimizer), ms in zip(entries, times):
+        peak = resident_bytes(model, optimizer, batch) + step_memory(fn) if probe_memory else None
+        objective, tokenizer, rope = VARIANTS[variant]
+        flops = step_flops(model, batch)
+        rows.append(dict(variant=variant, objective=objective.name, two_stream=objective.two_stream,
+                         tokenizer=tokenizer, rope=rope, backend=backend, mode=mode,
                          seq_len=S, batch_size=B, ms_per_step=ms, tokens_per_s=B * S / (ms / 1e3),
-                         peak_mem_mb=None if peak is None else peak / 2 ** 20, flops_per_step=e['flops'],
-                         tflops=e['flops'] / (ms / 1e3) / 1e12,
-                         mfu=e['flops'] / (ms / 1e3) / device_peak if device_peak else None))
-    del entries
-    release()
+                         peak_mem_mb=None if peak is None else peak / 2 ** 20, flops_per_step=flops,
+                         tflops=flops / (ms / 1e3) / 1e12,
+                         mfu=flops / (ms / 1e3) / device_peak if device_peak else None))
+    ar_ms = fastest(rows, 'ar', S, mode).get('ms_per_step')
+    for row in rows:
+        row['ratio_to_ar'] = row['ms_per_step'] / ar_ms if ar_ms else None
     return rows
 
 # 2) memory growth in S at a fixed batch (the longest length fits the token budget); eager model, compiled flex
-def run_memory(variant, backend, S, B):
-    batch = to_device(fixed_batch(variant, S, B), device)
-    model = build_model(S, backend)
-    fn, optimizer = make_step(model, batch, 'train')
+def run_memory(variant, backend, S):
+    fn, _ = make_step(build_model(S, backend, variant), fixed_batch(variant, S, memory_batch), 'train')
     fn()  # allocates the optimizer state and compiles the flex kernel, so the probe sees a steady step
-    grown = step_memory(fn)
-    del model, optimizer, fn, batch
-    release()
-    return dict(variant=variant, backend=backend, seq_len=S, batch_size=B, activation_mb=grown / 2 ** 20)
+    return dict(variant=variant, backend=backend, seq_len=S, batch_size=memory_batch,
+                activation_mb=step_memory(fn) / 2 ** 20)
 
-# 3) attention alone, dar masks: block-sparse flex vs dense-mask SDPA (and SDPA's causal kernel for ar)
-def run_attention(S, B, train):
+# 3) attention alone, dar masks: block-sparse flex vs dense-mask SDPA (and SDPA's causal kernel for ar); forward and
+# backward on CUDA, forward only on CPU (as the models above)
+def run_attention(S):
+    B = max(1, tokens_per_step // S)
     batch = fixed_batch('dar', S, B)
-    content_groups, query_groups = batch['content_groups'].to(device), batch['query_groups'].to(device)
+    content_groups, query_groups = batch['content_groups'], batch['query_groups']
     rows, head_dim = content_groups.shape[1] + query_groups.shape[1], n_embd // n_head
-    attn_dtype = getattr(torch, dtype)
+    options = dict(device=device, dtype=getattr(torch, dtype), requires_grad=cuda)
     torch.manual_seed(seed)
-    q = torch.randn(B, n_head, rows, head_dim, device=device, dtype=attn_dtype, requires_grad=train)
-    k, v = (torch.randn(B, n_head, S, head_dim, device=device, dtype=attn_dtype, requires_grad=train) for _ in 'kv')
-    grad_out = torch.randn_like(q)
+    q = torch.randn(B, n_head, rows, head_dim, **options)
+    k, v = (torch.randn(B, n_head, S, head_dim, **options) for _ in 'kv')
     block_mask, mask = flex_block_mask(content_groups, query_groups), dense_mask(content_groups, query_groups)
 
-    q_ar = q[:, :, :S].detach().clone().requires_grad_(train)  # ar: S rows only, SDPA's causal kernel
+    q_ar = q[:, :, :S].detach().clone().requires_grad_(cuda)  # ar: S rows only, SDPA's causal kernel
 
-    def timed(attend, query, grad):
-        def fn():
-            if train:
-                torch.autograd.grad(attend(query), (query, k, v), grad)
-            else:
-                with torch.no_grad():
-                    attend(query)
-        return fn
+    def timed(attend, query):
+        if not cuda:
+            return torch.no_grad()(attend)  # eager flex is ~10x slower in grad mode, needed or not
+        grad = torch.randn_like(query)
+        return lambda: torch.autograd.grad(attend(), (query, k, v), grad)
     flex_ms, sdpa_ms, causal_ms = interleaved_ms([
-        timed(lambda query: flex_attention(query, k, v, block_mask), q, grad_out),
-        timed(lambda query: F.scaled_dot_product_attention(query, k, v, attn_mask=mask), q, grad_out),
-        timed(lambda query: F.scaled_dot_product_attention(query, k, v, is_causal=True), q_ar,
-              grad_out[:, :, :S].contiguous())], warmup, steps)
-    del q, q_ar, k, v, grad_out, block_mask, mask
-    release()
-    return dict(seq_len=S, batch_size=B, mode='forward+backward' if train else 'forward', dtype=dtype,
+        timed(lambda: flex_attention(q, k, v, block_mask), q),
+        timed(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask), q),
+        timed(lambda: F.scaled_dot_product_attention(q_ar, k, v, is_causal=True), q_ar)])
+    return dict(seq_len=S, batch_size=B, mode='forward+backward' if cuda else 'forward', dtype=dtype,
                 flex_ms=flex_ms, sdpa_ms=sdpa_ms, speedup=sdpa_ms / flex_ms, ar_causal_ms=causal_ms)
 
 # -----------------------------------------------------------------------------
+# the targets, from a run's rows (the self-check's and the benchmark's alike)
+def step_ratios(rows):
+    """Training step time of each variant over ar's, and of each rope variant over the same objective's with the
+    learned table (the same run, so the same machine state), at every length the rows hold."""
+    pairs = [(v, 'ar') for v in variants if v != 'ar' and 'ar' in variants] + \
+        [(v, v[:-5]) for v in variants if v.endswith('_rope') and v[:-5] in variants]
+    lens = sorted({row['seq_len'] for row in rows if row['mode'] == 'train'})
+    return {f"{v}/{base}": {str(S): fastest(rows, v, S)['ms_per_step'] / fastest(rows, base, S)['ms_per_step']
+                            for S in lens} for v, base in pairs}
+
+def fmt(value, spec, scale=1, unit=''):
+    return 'n/a' if value is None else format(scale * value, spec) + unit
+
+def target(name, sign, goal, value, measurable, note):
+    met = value is not None and (value <= goal if sign == '<=' else value >= goal)
+    status = 'not measured here' if value is None or not measurable else ('met' if met else 'missed')
+    return dict(name=name, target=f"{sign} {goal}", measured=value, status=status, note=note)
+
+def speed_targets(rows, attention, memory_slopes):
+    """Every target against one run: step ratios at its longest training length, MFU at S = 1024."""
+    top = str(max(row['seq_len'] for row in rows if row['mode'] == 'train'))
+    ratio = {name: by_length[top] for name, by_length in step_ratios(rows).items()}
+    rope = max((ratio[f"{v}/{v[:-5]}"] for v in variants if v.endswith('_rope') and v[:-5] in variants), default=None)
+    at_top, gpt2 = f"S={top}, {device_type}", 'GPT-2 124M, S=1024, bf16, H100'
+    return [
+        target('dar step / ar step', '<=', DAR_OVER_AR_MAX, ratio.get('dar/ar'), True, at_top),
+        target('vm2s step / ar step', '<=', VM2S_OVER_AR_MAX, ratio.get('vm2s/ar'), True, at_top),
+        target('byte-level ar step / GPT-2-head ar step', '<=', BYTES_OVER_AR_MAX, ratio.get('ar_bytes/ar'),
+               not cuda, f"{at_top}, {n_layer} x {n_embd}"),
+        target('rope step / learned-table step (worst objective)', '<=', ROPE_OVER_LEARNED_MAX, rope, not cuda, at_top),
+        target('flex / dense-SDPA dar attention fwd+bwd speedup', '>=', FLEX_ATTN_SPEEDUP_MIN, attention['speedup'],
+               cuda and attention['seq_len'] == 1024, f"S={attention['seq_len']}, {attention['mode']}, {device_type}"),
+        target('flex dar activation-memory growth exponent in S', '<=', FLEX_MEMORY_SLOPE_MAX,
+               memory_slopes.get('dar/flex'), cuda, f"S {all_lens[-2:]}, ~1 linear, ~2 quadratic"),
+        target('ar MFU', '>=', MFU_AR_MIN, fastest(rows, 'ar', 1024).get('mfu'), gpt2_h100, gpt2),
+        target('dar MFU', '>=', MFU_DAR_MIN, fastest(rows, 'dar', 1024).get('mfu'), gpt2_h100, gpt2)]
+
+# -----------------------------------------------------------------------------
 # --check=True: what a first GPU user runs before a long job. Each check prints PASS, FAIL or SKIP (needs CUDA: the
-# CPU runs the CPU subset of the same check) and the exit code is 1 if any check failed. The speed targets are
-# printed as met / missed / not measurable here; they inform, they do not fail the check.
+# CPU runs the CPU subset of the same check) and the exit code is 1 if any check failed. The speed targets that one
+# speed run on a GPU measures are printed as met / missed / not measurable here; they inform, they do not fail it.
+CHECK_TARGETS = ('dar step / ar step', 'vm2s step / ar step', 'flex / dense-SDPA dar attention fwd+bwd speedup',
+                 'ar MFU', 'dar MFU')
+
 def verdict(name, ok, detail):
     print(f"{'PASS' if ok else 'SKIP' if ok is None else 'FAIL'}  {name}: {detail}", flush=True)
     return ok is not False
 
-def gradients(model):
-    return {name: p.grad.float() for name, p in model.named_parameters() if p.grad is not None}
-
-def fastest_rows(rows, key):
-    """The fastest backend's row for each key(row): the ratios and MFU compare variants at their best."""
-    best = {}
-    for row in rows:
-        if key(row) not in best or row['ms_per_step'] < best[key(row)]['ms_per_step']:
-            best[key(row)] = row
-    return best
-
-def target(name, goal, value, measurable, better, note):
-    met = value is not None and (value <= goal if better == 'lower' else value >= goal)
-    status = 'not measured here' if value is None or not measurable else ('met' if met else 'missed')
-    return dict(name=name, target=f"{'<=' if better == 'lower' else '>='} {goal}", measured=value, status=status,
-                note=note)
-
-# the MFU targets are stated for GPT-2 124M at S = 1024 in bf16 on one H100
-gpt2_h100 = (device_type == 'cuda' and 'H100' in device_name and dtype == 'bfloat16'
-             and (n_layer, n_head, n_embd) == (12, 12, 768))
-
 def self_check():
     S = speed_lens[-1]
     B = max(1, tokens_per_step // S)
-    cuda, passed = device_type == 'cuda', []
+    passed = []
     for variant in variants:
         # 1) compiled block-sparse flex = dense-mask SDPA (fp32): forward and backward (forward only on CPU)
-        batch = to_device(fixed_batch(variant, S, B), device)
-        _, tokenizer, rope = VARIANTS[variant]
-        dense = build_model(S, 'sdpa', tokenizer=tokenizer, rope=rope)
-        flex = build_model(S, 'flex', tokenizer=tokenizer, rope=rope)
-        torch._dynamo.reset()
+        batch = fixed_batch(variant, S, B)
+        dense = build_model(S, 'sdpa', variant)
+        flex = build_model(S, 'flex', variant)
         flex_step = torch.compile(flex, dynamic=False)
         with torch.set_grad_enabled(cuda):
             out_dense, loss_dense = dense(**batch)
             out_flex, loss_flex = flex_step(**batch)
             if cuda:
-                loss_dense.backward()
-                loss_flex.backward()
-        reference = gradients(dense)
-        grad_gap = max(((reference[k] - g).abs().max() / reference[k].abs().max().clamp(min=1e-12)).item()
-                       for k, g in gradients(flex).items()) if cuda else 0.0
+                (loss_dense + loss_flex).backward()
+        grad_gap = max(((p.grad - q.grad).abs().max() / p.grad.abs().max().clamp(min=1e-12)).item()
+                       for p, q in zip(dense.parameters(), flex.parameters()) if p.grad is not None) if cuda else 0.0
         out_gap = ((out_dense - out_flex).abs().max() / out_dense.abs().max()).item()
         ok = out_gap < 1e-3 and grad_gap < 1e-2 and math.isfinite(loss_flex.item())
         passed.append(verdict(f"{variant}: compiled flex {'fwd+bwd' if cuda else 'forward'} = dense SDPA", ok,
@@ -377,38 +383,25 @@ def self_check():
         # compiled flex model; on CPU the dense one, compiled only with --compile=True as train.py (a compiled
         # backward on CPU is most of the check's minutes, for a path no CPU run takes by default)
         stepped = flex_step if cuda else torch.compile(dense, dynamic=False) if compile else dense
-        model = flex if cuda else dense
-        model.zero_grad(set_to_none=True)
-        step, optimizer = make_step(stepped, batch, 'train')
-        losses = []
-        for _ in range(6):
-            with autocast, torch.no_grad():
-                losses.append(model(**batch)[1].item())
-            step()
+        stepped.zero_grad(set_to_none=True)
+        step, _ = make_step(stepped, batch, 'train')
+        losses = [step().item() for _ in range(6)]  # each the loss before its step's update: 5 updates apart
         ok = all(map(math.isfinite, losses)) and losses[-1] < losses[0]
         passed.append(verdict(f"{variant}: 5 {'compiled ' if cuda or compile else ''}{dtype} steps on one batch", ok,
-                              f"loss {losses[0]:.3f} -> {losses[-1]:.3f} ({model.config.attn_backend})"))
-        del dense, flex, flex_step, model, stepped, step, optimizer
+                              f"loss {losses[0]:.3f} -> {losses[-1]:.3f} ({'flex' if cuda else 'sdpa'})"))
+        del dense, flex, flex_step, stepped, step
         release()
     # 3) speed side by side (no memory probe: the check prints none); the targets: met / missed / not measurable
     print(f"timing a training step of each variant at S={S}, batch {B}: {steps} steps after {warmup} warm-up",
           flush=True)
     rows = run_speed(S, 'train', train_backends, probe_memory=False)
-    fastest = fastest_rows(rows, lambda row: row['variant'])
+    release()
     print(f"speed at S={S}, batch {B}: " + ', '.join(
         f"{r['variant']}/{r['backend']} {r['ms_per_step']:.1f} ms" + (f" MFU {100 * r['mfu']:.1f}%" if r['mfu'] else '')
         for r in rows))
-    attention = run_attention(S, B, cuda)
-    ratio = {v: fastest[v]['ms_per_step'] / fastest['ar']['ms_per_step'] for v in fastest if 'ar' in fastest}
-    for t in [target('dar step / ar step', DAR_OVER_AR_MAX, ratio.get('dar'), True, 'lower', ''),
-              target('vm2s step / ar step', VM2S_OVER_AR_MAX, ratio.get('vm2s'), True, 'lower', ''),
-              target('flex / dense-SDPA dar attention fwd+bwd', FLEX_ATTN_SPEEDUP_MIN, attention['speedup'],
-                     cuda and S == 1024, 'higher', ''),
-              target('ar MFU', MFU_AR_MIN, fastest.get('ar', {}).get('mfu'), gpt2_h100 and S == 1024, 'higher', ''),
-              target('dar MFU', MFU_DAR_MIN, fastest.get('dar', {}).get('mfu'), gpt2_h100 and S == 1024, 'higher', '')]:
+    for t in [t for t in speed_targets(rows, run_attention(S), {}) if t['name'] in CHECK_TARGETS]:
         status = t['status'].replace('measured', 'measurable')  # the self-check's wording of an unmeasured target
-        shown = 'n/a' if t['measured'] is None else f"{t['measured']:.2f}"
-        print(f"TARGET {status}  {t['name']} {t['target']}: {shown} (S={S}, {device_name})")
+        print(f"TARGET {status}  {t['name']} {t['target']}: {fmt(t['measured'], '.2f')} (S={S}, {device_name})")
     if not cuda:
         verdict("flex backward, nccl, bf16 tensor cores", None, "need CUDA: run this again on the GPU machine")
     print(f"self-check: {sum(passed)} of {len(passed)} checks passed on {device_name}")
@@ -420,75 +413,29 @@ if check:
 # -----------------------------------------------------------------------------
 # run everything in this one process, into an out_dir claimed first (the self-check above writes nothing)
 claim_out_dir(out_dir, ('bench.json', 'bench.csv', 'bench.md'), overwrite)
-memory_variants = [v for v in ('ar', 'dar') if v in variants]
-all_lens = tuple(sorted(set(speed_lens + memory_lens)))
-memory_batch = max(1, tokens_per_step // all_lens[-1])
 jobs = [(run_speed, (S, 'train', train_backends)) for S in speed_lens] + \
        [(run_speed, (S, 'forward', forward_backends)) for S in speed_lens if forward_backends] + \
-       [(run_memory, (v, b, S, memory_batch)) for v in memory_variants for b in train_backends for S in all_lens] + \
-       [(run_attention, (block_size, max(1, tokens_per_step // block_size), device_type == 'cuda'))]
+       [(run_memory, (v, b, S)) for v in ('ar', 'dar') if v in variants for b in train_backends for S in all_lens] + \
+       [(run_attention, (block_size,))]
 print(f"bench: {device_name} | {dtype}{' compiled' if compile else ''} | {n_layer} x {n_embd} ({n_head} heads) | "
       f"{tokens_per_step} tokens/step | S {speed_lens} (memory {all_lens} at batch {memory_batch}) | "
       f"{warmup} warm-up + {steps} timed steps")
-runs, memory, attention = [], [], None
+results = {run_speed: [], run_memory: [], run_attention: []}
 for job, args in progress_bar(jobs, desc='bench', unit='jobs', enabled=progress):
-    result = job(*args)
-    if job is run_speed:
-        runs += result
-    elif job is run_memory:
-        memory.append(result)
-    else:
-        attention = result
+    results[job].append(job(*args))
+    release()
+runs = [row for rows in results[run_speed] for row in rows]
+memory, (attention,) = results[run_memory], results[run_attention]
 
-# -----------------------------------------------------------------------------
-# ratios against ar in this run: fastest backend of each variant, same mode and length
-fastest = fastest_rows(runs, lambda row: (row['mode'], row['seq_len'], row['variant']))
-for row in runs:
-    ar_row = fastest.get((row['mode'], row['seq_len'], 'ar'))
-    row['ratio_to_ar'] = row['ms_per_step'] / ar_row['ms_per_step'] if ar_row else None
-ratios = {f"{v}/ar": {str(S): fastest[('train', S, v)]['ms_per_step'] / fastest[('train', S, 'ar')]['ms_per_step']
-                      for S in speed_lens} for v in variants if v != 'ar' and 'ar' in variants}
-# rope against the learned table, objective by objective (the same run, so the same machine state)
-ratios.update({f"{v}/{v[:-5]}": {str(S): fastest[('train', S, v)]['ms_per_step']
-                                         / fastest[('train', S, v[:-5])]['ms_per_step'] for S in speed_lens}
-               for v in variants if v.endswith('_rope') and v[:-5] in variants})
-memory_slopes = {}  # growth exponent between the two longest lengths: log(memory ratio) / log(length ratio)
-for variant in memory_variants:
-    for backend in train_backends:
-        series = [m for m in memory if m['variant'] == variant and m['backend'] == backend]
-        if len(series) >= 2 and series[-2]['activation_mb'] > 0 and series[-1]['activation_mb'] > 0:
-            memory_slopes[f"{variant}/{backend}"] = (math.log(series[-1]['activation_mb'] / series[-2]['activation_mb'])
-                                                     / math.log(series[-1]['seq_len'] / series[-2]['seq_len']))
-
-top = str(speed_lens[-1])
-on_gpu = device_type == 'cuda'
-
-targets = [
-    target('dar step / ar step', DAR_OVER_AR_MAX, ratios.get('dar/ar', {}).get(top), True, 'lower',
-           f"S={top}, {device_type}"),
-    target('vm2s step / ar step', VM2S_OVER_AR_MAX, ratios.get('vm2s/ar', {}).get(top), True, 'lower',
-           f"S={top}, {device_type}"),
-    target('byte-level ar step / GPT-2-head ar step', BYTES_OVER_AR_MAX, ratios.get('ar_bytes/ar', {}).get(top),
-           not on_gpu, 'lower', f"S={top}, {device_type}, {n_layer} x {n_embd}"),
-    target('rope step / learned-table step (worst objective)', ROPE_OVER_LEARNED_MAX,
-           max((ratios[f"{v}/{v[:-5]}"][top] for v in variants if f"{v}/{v[:-5]}" in ratios), default=None), not on_gpu,
-           'lower', f"S={top}, {device_type}"),
-    target('flex / dense-SDPA dar attention fwd+bwd speedup', FLEX_ATTN_SPEEDUP_MIN, attention['speedup'],
-           on_gpu and attention['seq_len'] == 1024, 'higher',
-           f"S={attention['seq_len']}, {attention['mode']}, {device_type}"),
-    target('flex dar activation-memory growth exponent in S', FLEX_MEMORY_SLOPE_MAX, memory_slopes.get('dar/flex'),
-           on_gpu, 'lower', f"S {all_lens[-2:] if len(all_lens) > 1 else all_lens}, ~1 linear, ~2 quadratic"),
-    target('ar MFU', MFU_AR_MIN, fastest.get(('train', 1024, 'ar'), {}).get('mfu'), gpt2_h100 and 1024 in speed_lens,
-           'higher', 'GPT-2 124M, S=1024, bf16, H100'),
-    target('dar MFU', MFU_DAR_MIN, fastest.get(('train', 1024, 'dar'), {}).get('mfu'),
-           gpt2_h100 and 1024 in speed_lens, 'higher', 'GPT-2 124M, S=1024, bf16, H100'),
-]
+# memory growth exponent between the two longest lengths: log(memory ratio) / log(length ratio), per series
+memory_slopes = {f"{a['variant']}/{a['backend']}": math.log(b['activation_mb'] / a['activation_mb'])
+                 / math.log(b['seq_len'] / a['seq_len']) for a, b in zip(memory, memory[1:])
+                 if (a['variant'], a['backend']) == (b['variant'], b['backend']) and b['seq_len'] == all_lens[-1]
+                 and a['activation_mb'] > 0 and b['activation_mb'] > 0}
+targets = speed_targets(runs, attention, memory_slopes)
 
 # -----------------------------------------------------------------------------
 # tables (printed and written as markdown), JSON, CSV
-def fmt(value, spec, scale=1, unit=''):
-    return 'n/a' if value is None else format(scale * value, spec) + unit
-
 stamp = datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
 lines = [f"bench.py on {device_name}, torch {torch.__version__}, {dtype}{', compiled' if compile else ''}, {stamp}",
          f"model {n_layer} layers x {n_embd} ({n_head} heads, {mlp}), {tokens_per_step} tokens per step, "
@@ -515,15 +462,12 @@ print(table)
 result = dict(device=device_name, device_type=device_type, torch=torch.__version__, date=stamp, dtype=dtype,
               compile=compile, model=dict(n_layer=n_layer, n_head=n_head, n_embd=n_embd, mlp=mlp, bias=bias,
                                           vocab_size=ModelConfig.vocab_size,
-                                          params=build_model(4, 'sdpa', 'meta').num_params()),
+                                          params=build_model(4, 'sdpa', on='meta').num_params()),
               tokens_per_step=tokens_per_step, warmup=warmup, steps=steps,
               peak_tflops=device_peak and device_peak / 1e12,
-              memory_method=MEMORY_METHOD, runs=runs, ratios=ratios, attention=attention,
+              memory_method=MEMORY_METHOD, runs=runs, ratios=step_ratios(runs), attention=attention,
               memory=memory, memory_batch=memory_batch, memory_slopes=memory_slopes, targets=targets, config=config)
 atomic_write(os.path.join(out_dir, 'bench.json'), json.dumps(result, indent=1) + '\n')
-columns = list(runs[0])
-atomic_write(os.path.join(out_dir, 'bench.csv'),
-             '\n'.join([','.join(columns)] + [','.join('' if r[c] is None else str(r[c]) for c in columns)
-                                               for r in runs]) + '\n')
+write_csv(os.path.join(out_dir, 'bench.csv'), list(runs[0]), [list(row.values()) for row in runs])
 atomic_write(os.path.join(out_dir, 'bench.md'), table)
 print(f"wrote {out_dir}/bench.json, bench.csv, bench.md")

@@ -18,7 +18,6 @@ from output import atomic_write
 # checkpoints
 
 def save_checkpoint(obj, path):
-    """A crash mid-write leaves the previous checkpoint untouched ."""
     atomic_write(path, lambda f: torch.save(obj, f))
 
 def read_checkpoint(path, device='cpu'):
@@ -42,7 +41,7 @@ def read_checkpoint(path, device='cpu'):
         raise UsageError(f"{path} is not a lookaround checkpoint (no 'model' / 'model_config' entries)")
     return ckpt
 
-def model_config_from(ckpt, path='checkpoint', **overrides):
+def model_config_from(ckpt, path, **overrides):
     known = {f.name for f in fields(ModelConfig)}
     unknown = set(ckpt['model_config']) - known
     if unknown:
@@ -84,6 +83,5 @@ class Pretrained:
                              f"reads {wanted} checkpoints only (train.py with input_kind={input_kind!r})")
 
     def model(self, device='cpu', **overrides):
-        """-> the model in eval mode on device. overrides: ModelConfig fields, e.g. attn_backend, or dropout for
-        fine-tuning."""
+        """-> the model in eval mode on device; overrides: ModelConfig fields (attn_backend, dropout to fine-tune)."""
         return load_checkpoint(self.path, device, **overrides)[0]

@@ -17,6 +17,7 @@ import time
 import numpy as np
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 
 from checkpoint import Pretrained
 from output import atomic_write, claim_out_dir, progress as progress_bar, write_csv
@@ -25,7 +26,7 @@ from data import glue_tasks
 from data.text import TOKENIZERS, get_tokenizer
 from devices import pick_attn_backend, setup_processes
 from evals.glue import (STYLES, TextClassifier, encode_rows, fit_least_squares, fit_logistic, join_pair,
-                        length_batches, pad_batch, resolve_pooling, standardize, task_loss, to_predictions)
+                        length_batches, pad_batch, resolve_pooling)
 from model import lr_at
 
 # -----------------------------------------------------------------------------
@@ -73,9 +74,8 @@ if mode not in ('finetune', 'linprobe'):
     raise UsageError(f"mode must be 'finetune' or 'linprobe', got {mode!r}")
 task_names = [name for entry in tasks for name in str(entry).split(',') if name] or \
     [key for key in glue_tasks.TASKS if key != 'wnli']
-for task in task_names:
-    glue_tasks.get_task(task)
-if len(set(task_names)) != len(task_names):
+specs = {task: glue_tasks.get_task(task) for task in task_names}
+if len(specs) != len(task_names):
     raise UsageError(f"a task is listed twice in --tasks: {task_names}")
 if not seeds:
     raise UsageError("seeds is empty: pass e.g. --seeds=0")
@@ -99,30 +99,28 @@ static_shapes = device_type == 'cuda'  # pad every batch to max_len: one compile
 # data: every split read (strictly) up front on every rank; tokenised once per task, when first needed
 root = os.path.dirname(os.path.abspath(__file__))
 
-def task_dir(task):
+def task_dir(task):  # a relative glue_dir: from the working directory if it is there, else from the repository
     if glue_dir == 'auto':
         return os.path.join(root, glue_tasks.default_dir(task))
-    return glue_dir if os.path.isabs(glue_dir) or os.path.isdir(glue_dir) else os.path.join(root, glue_dir)
+    return glue_dir if os.path.isdir(glue_dir) else os.path.join(root, glue_dir)
 
-rows = {}
-for task in task_names:
-    spec = glue_tasks.get_task(task)
+rows, labels = {}, {}
+for task, spec in specs.items():
     for split in ('train',) + spec.dev_splits:
         rows[task, split] = glue_tasks.read_task(task_dir(task), task, split)
-    if max_train_rows > 0:
-        rows[task, 'train'] = rows[task, 'train'][:max_train_rows]
+        if split == 'train' and max_train_rows > 0:
+            rows[task, split] = rows[task, split][:max_train_rows]
+        labels[task, split] = torch.tensor([row[2] for row in rows[task, split]],
+                                           dtype=torch.float32 if spec.is_regression else torch.long)
 
 encoded = {}
 
-def examples(task, split, info):
-    """-> (list of id sequences, labels tensor), in the tokens of the checkpoint described by info."""
+def token_ids(task, split, info):
+    """Every row as one id sequence, in the tokens of the checkpoint described by info."""
     key = info['tokenizer'], task, split
     if key not in encoded:
         encoded[key] = encode_rows(get_tokenizer(info['tokenizer']), rows[task, split])
-    sequences = [join_pair(a, b, info['length_cap'], TOKENIZERS[info['tokenizer']][1]) for a, b in encoded[key]]
-    labels = torch.tensor([row[2] for row in rows[task, split]],
-                          dtype=torch.float32 if glue_tasks.get_task(task).is_regression else torch.long)
-    return sequences, labels
+    return [join_pair(a, b, info['length_cap'], TOKENIZERS[info['tokenizer']][1]) for a, b in encoded[key]]
 
 # -----------------------------------------------------------------------------
 # checkpoints: how each one attends and pools
@@ -138,7 +136,7 @@ if master:  # every input is good: claim out_dir before any fine-tuning (the wri
     claim_out_dir(out_dir, [f"glue_{mode}{suffix}" for suffix in ('.md', '.csv', '.json')], overwrite)
 
 # -----------------------------------------------------------------------------
-# one job = one checkpoint on one task (one seed): fine-tune or probe, then score every dev split
+# one job = one checkpoint on one task (one seed): fine-tune or probe -> outputs on every dev split, scored alike
 def training_steps(task):
     return epochs * -(-len(rows[task, 'train']) // batch_size)
 
@@ -159,21 +157,13 @@ def pooled_outputs(network, sequences, info, head=True):
             out[i] = value
     return torch.stack(out)
 
-def score(task, dev_predictions):
-    results, kept = {}, {}
-    for split, (predictions, labels) in dev_predictions.items():
-        key = glue_tasks.result_key(task, split)
-        results[key] = glue_tasks.task_score(task, predictions.numpy(), labels.numpy())
-        kept[key] = predictions.tolist()
-    return results, kept
-
 def finetune(info, checkpoint, task, seed, bar):
-    spec = glue_tasks.get_task(task)
+    spec = specs[task]
     n_outputs = 1 if spec.is_regression else len(spec.labels)
     torch.manual_seed(seed)  # head init and dropout
     model = checkpoint.model(device, attn_backend=attn_backend, dropout=dropout)
     network = TextClassifier(model, n_outputs, info['pooling'], dropout).to(device)
-    sequences, labels = examples(task, 'train', info)
+    sequences, targets = token_ids(task, 'train', info), labels[task, 'train']
     optimizer = torch.optim.AdamW(network.parameters(), lr=learning_rate, betas=(beta1, beta2),
                                   weight_decay=weight_decay)
     total_steps = training_steps(task)
@@ -189,7 +179,8 @@ def finetune(info, checkpoint, task, seed, bar):
             batch, lengths = batch_on_device([sequences[i] for i in index], info)
             with autocast:
                 outputs = network(**batch, lengths=lengths)
-            loss = task_loss(outputs, labels[index].to(device), spec.is_regression)
+            target = targets[index].to(device)  # a score (STS-B, lee_sts) or a class
+            loss = F.mse_loss(outputs.squeeze(-1), target) if spec.is_regression else F.cross_entropy(outputs, target)
             if not torch.isfinite(loss):
                 raise UsageError(f"{task} seed {seed}: loss is {float(loss)} at step {step}: lower learning_rate")
             optimizer.zero_grad(set_to_none=True)
@@ -200,33 +191,24 @@ def finetune(info, checkpoint, task, seed, bar):
             step += 1
             bar.update(1)
             bar.set_postfix(task=task, seed=seed, epoch=epoch, loss=f"{loss.item():.4f}")
-    dev = {}
-    for split in spec.dev_splits:
-        dev_sequences, dev_labels = examples(task, split, info)
-        dev[split] = (to_predictions(pooled_outputs(network, dev_sequences, info), spec.is_regression),
-                      dev_labels)
-    return score(task, dev)
+    return {split: pooled_outputs(network, token_ids(task, split, info), info) for split in spec.dev_splits}
 
 def linear_probe(info, checkpoint, task):
     """Features of the frozen trunk (its pretraining attention), standardised; logistic or ridge regression."""
-    spec = glue_tasks.get_task(task)
-    model = checkpoint.model(device, attn_backend=attn_backend)
-    network = TextClassifier(model, 1, info['pooling']).to(device)
-    splits = ('train',) + spec.dev_splits
-    data = {split: examples(task, split, info) for split in splits}
-    features = [pooled_outputs(network, data[split][0], info, head=False).to(device, torch.float64) for split in splits]
-    features = dict(zip(splits, standardize(*features)))
-    dev = {}
+    spec = specs[task]
+    network = TextClassifier(checkpoint.model(device, attn_backend=attn_backend), 1, info['pooling']).to(device)
+    features = {split: pooled_outputs(network, token_ids(task, split, info), info, head=False).to(device, torch.float64)
+                for split in ('train',) + spec.dev_splits}
+    # every feature scaled by the train set's mean and std (BatchNorm without affine, as the MAE probe)
+    mean, std = features['train'].mean(dim=0), features['train'].std(dim=0).clamp(min=1e-6)
+    features = {split: (x - mean) / std for split, x in features.items()}
+    targets = labels[task, 'train'].to(device)
     if spec.is_regression:
-        weight, bias = fit_least_squares(features['train'], data['train'][1].to(device, torch.float64), probe_l2)
-        for split in spec.dev_splits:
-            dev[split] = ((features[split] @ weight + bias).float().cpu(), data[split][1])
+        weight, bias = fit_least_squares(features['train'], targets.double(), probe_l2)
+        weight = weight[:, None]  # one output column, as the fine-tuned head's
     else:
-        weight, bias = fit_logistic(features['train'], data['train'][1].to(device), len(spec.labels), probe_l2,
-                                    probe_iters)
-        for split in spec.dev_splits:
-            dev[split] = ((features[split] @ weight + bias).argmax(dim=1).cpu(), data[split][1])
-    return score(task, dev)
+        weight, bias = fit_logistic(features['train'], targets, len(spec.labels), probe_l2, probe_iters)
+    return {split: features[split] @ weight + bias for split in spec.dev_splits}
 
 # -----------------------------------------------------------------------------
 # run this rank's share of the jobs (round-robin over ranks), gather everything on rank 0
@@ -250,10 +232,16 @@ for c, task, seed in my_jobs:
     info = models[c]
     t0 = time.time()
     if mode == 'finetune':
-        results, kept = finetune(info, pretrained[c], task, seed, bar)
+        outputs = finetune(info, pretrained[c], task, seed, bar)
     else:
-        results, kept = linear_probe(info, pretrained[c], task)
+        outputs = linear_probe(info, pretrained[c], task)
         bar.update(1)
+    results, kept = {}, {}
+    for split, output in outputs.items():  # a score (float32) or the argmax class
+        predictions = (output.squeeze(-1).float() if specs[task].is_regression else output.argmax(dim=-1)).cpu()
+        key = glue_tasks.result_key(task, split)
+        results[key] = glue_tasks.task_score(task, predictions.numpy(), labels[task, split].numpy())
+        kept[key] = predictions.tolist()
     record = dict(ckpt=c, task=task, seed=seed, results=results, seconds=time.time() - t0,
                   n_train=len(rows[task, 'train']))
     if save_predictions:
@@ -271,12 +259,11 @@ if ddp:
 # -----------------------------------------------------------------------------
 # summary: median over seeds of every metric, the suite averages, one row per checkpoint
 if master:
-    task_of = {glue_tasks.result_key(task, split): task for task in task_names
-               for split in glue_tasks.get_task(task).dev_splits}
-    keys = list(task_of)  # mnli -> mnli_m, mnli_mm
-    metrics_of = {key: glue_tasks.get_task(task_of[key]).metrics for key in keys}
-    suites = {'GLUE avg': [k for k in keys if not glue_tasks.get_task(task_of[k]).offline],
-              'offline avg': [k for k in keys if glue_tasks.get_task(task_of[k]).offline]}
+    spec_of = {glue_tasks.result_key(task, split): spec for task, spec in specs.items() for split in spec.dev_splits}
+    keys = list(spec_of)  # mnli -> mnli_m, mnli_mm
+    metrics_of = {key: spec.metrics for key, spec in spec_of.items()}
+    suites = {'GLUE avg': [k for k in keys if not spec_of[k].offline],
+              'offline avg': [k for k in keys if spec_of[k].offline]}
     suites = {name: members for name, members in suites.items() if members}
     partial_glue = 'GLUE avg' in suites and set(suites['GLUE avg']) != set(glue_tasks.GLUE_AVERAGE_KEYS)
     summary = []

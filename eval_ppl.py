@@ -19,6 +19,7 @@ $ python eval_ppl.py config/eval_ppl_shakespeare_bytes.py --reading=elbo --ckpt=
       --ckpt=out-vm-2s-shakespeare-bytes/ckpt_best.pt --max_tokens=4000
 """
 import json
+import math
 import os
 import sys
 import time
@@ -34,8 +35,8 @@ from data import dataset_dir
 from data.text import TOKENIZERS, load_tokens
 from devices import pick_attn_backend, setup_processes
 from evals.any_order import DEFAULT_PASSES, bound_summary, score_bound
-from evals.ppl import (BERT_FUTURES, DEFAULT_BUCKETS, NgramBaselines, bucket_name, bucket_table, check_buckets,
-                       gather_windows, perplexity, score_windows, window_starts)
+from evals.ppl import (BERT_FUTURES, DEFAULT_BUCKETS, NgramBaselines, bucket_table, check_buckets, gather_windows,
+                       score_windows, window_starts)
 
 # -----------------------------------------------------------------------------
 # default config
@@ -72,7 +73,7 @@ check_ranges(globals(), {'block_size': '[0, inf)', 'max_tokens': '[0, inf)', 'ba
 # -----------------------------------------------------------------------------
 # processes and devices (as in train.py)
 ddp, rank, local_rank, world_size, device, dtype, autocast = setup_processes(device, dtype)
-master, device_type = rank == 0, device.split(':')[0]
+master = rank == 0
 attn_backend = pick_attn_backend(attn_backend, device)
 
 # -----------------------------------------------------------------------------
@@ -124,9 +125,8 @@ data_dir = dataset_dir(dataset)
 tokens = load_tokens(data_dir, split, tokenizer)  # a corpus of another tokenizer stops here, with the fix
 bos = TOKENIZERS[tokenizer][1]
 starts = window_starts(len(tokens), block_size, max_tokens)
-largest_id = bos  # every window starts with it
-for first in range(0, len(starts), 4096):
-    largest_id = max(largest_id, int(gather_windows(tokens, starts[first:first + 4096], block_size, bos).max()))
+chunks = range(0, len(starts), 4096)  # every window, 4096 at a time: bounded memory for a split of any size
+largest_id = max(int(gather_windows(tokens, starts[first:first + 4096], block_size, bos).max()) for first in chunks)
 for run in runs:
     if largest_id >= run['vocab_size']:
         raise UsageError(f"{data_dir} holds token id {largest_id} >= {run['path']}'s vocab_size={run['vocab_size']}: "
@@ -159,12 +159,13 @@ if master:
 
 # -----------------------------------------------------------------------------
 # scoring: per-k NLL sums, gathered over processes
-def scores(nll_sum_by_k, count_by_k):
-    """Per-k NLL sums and counts -> what every row of the report holds: mean NLL, ppl, targets, buckets."""
+def scores(nll_sum_by_k, count_by_k, window_nll):
+    """Per-k NLL sums and counts, each window's nats per token -> a report row (reading=elbo: as the bound's rows)."""
     total_nll, total = float(nll_sum_by_k.sum()), int(count_by_k.sum())
-    return dict(nll=total_nll / total, ppl=perplexity(total_nll, total), targets=total,
-                buckets=bucket_table(nll_sum_by_k, count_by_k, buckets), nll_sum_by_k=nll_sum_by_k.tolist(),
-                count_by_k=count_by_k.tolist())
+    row = dict(nll=total_nll / total, ppl=math.exp(total_nll / total), targets=total,
+               buckets=bucket_table(nll_sum_by_k, count_by_k, buckets), nll_sum_by_k=nll_sum_by_k.tolist(),
+               count_by_k=count_by_k.tolist())
+    return {**row, **bound_summary(window_nll)} if reading == 'elbo' else row
 
 for number, (run, checkpoint) in enumerate(zip(runs, pretrained), 1):
     model = checkpoint.model(device, attn_backend=attn_backend)
@@ -197,28 +198,25 @@ for number, (run, checkpoint) in enumerate(zip(runs, pretrained), 1):
     seconds = time.time() - t0
     if not (np.isfinite(nll_sum_by_k).all() and np.isfinite(window_nll).all()):
         raise UsageError(f"{run['path']} gives non-finite NLLs: the checkpoint's weights are broken (NaN/inf)")
-    if run['reading'] == 'any-order bound':
-        run.update(targets=len(window_nll) * (block_size - 1), passes_per_window=min(elbo_passes, block_size - 1))
+    if run['reading'] == 'any-order bound':  # per-window nats per token -> mean, standard error across windows, ppl
+        run.update(targets=len(window_nll) * (block_size - 1), passes_per_window=min(elbo_passes, block_size - 1),
+                   **bound_summary(window_nll))
     else:
-        run.update(**scores(nll_sum_by_k, count_by_k))
-    if reading == 'elbo':  # per-window nats per token -> mean, standard error across windows, ppl
-        run.update(**bound_summary(window_nll))
+        run.update(**scores(nll_sum_by_k, count_by_k, window_nll))
     run.update(seconds=seconds, tokens_per_sec=run['targets'] / max(seconds, 1e-9))
     del model
 if baselines is not None:  # scored like a checkpoint, on the same windows, so they sit in the same table and plot
-    floor_sums = {'unigram': np.zeros(block_size - 1), 'bigram': np.zeros(block_size - 1)}
-    floor_windows = {'unigram': [], 'bigram': []}
-    for first in range(0, len(starts), 4096):
+    floor_sums, floor_windows = {}, {}
+    for first in chunks:
         for name, nll in baselines.nll(gather_windows(tokens, starts[first:first + 4096], block_size, bos)).items():
-            floor_sums[name] += nll.sum(axis=0)
-            floor_windows[name].append(nll.mean(axis=1))
+            floor_sums[name] = floor_sums.get(name, 0) + nll.sum(axis=0)
+            floor_windows.setdefault(name, []).append(nll.mean(axis=1))
     for name, nll_sum_by_k in floor_sums.items():
         runs.append(dict(path=f"{name} counted on {baseline_from}/train.bin", name=f"({name})", objective=name,
                          style='counts', bert_future=None, tokens_per_sec=0,
                          reading='left-to-right' if reading == 'elbo' else 'prefix',
-                         **scores(nll_sum_by_k, np.full(block_size - 1, len(starts)))))
-        if reading == 'elbo':
-            runs[-1].update(**bound_summary(np.concatenate(floor_windows[name])))
+                         **scores(nll_sum_by_k, np.full(block_size - 1, len(starts)),
+                                  np.concatenate(floor_windows[name]))))
 
 # -----------------------------------------------------------------------------
 # report: table, Fig. 3 plot + CSV, JSON summary (rank 0 only)
@@ -235,7 +233,8 @@ if master:
         wrote = (f"any-order bound: {min(elbo_passes, block_size - 1)} forward passes per window, stratified over "
                  f"the masked count m; se across {len(starts)} windows. wrote {os.path.join(out_dir, 'summary.json')}")
     else:
-        columns = [bucket_name(b) for b in runs[0]['buckets']]
+        columns = [f"k={b['k_first']}" + (f"-{b['k_last']}" if b['k_last'] > b['k_first'] else '')
+                   for b in runs[0]['buckets']]
         width = max(12, *(len(c) + 2 for c in columns))
         print(f"{'checkpoint':<{name_width}}{'objective':<11}{'style':<19}{'ppl':>{width}}" +
               ''.join(f"{c:>{width}}" for c in columns) + f"{'tok/s':>10}")

@@ -31,7 +31,6 @@ import time
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from checkpoint import Pretrained
@@ -85,7 +84,6 @@ progress = True
 # -----------------------------------------------------------------------------
 one_line_errors('eval_vision.py')
 configure(globals(), sys.argv[1:])
-TASKS = ('linprobe', 'finetune', 'recon')
 check_ranges(globals(), {
     'image_size': '[0, inf)', 'train_subset': '[0, inf)', 'val_subset': '[0, inf)', 'epochs': '[1, inf)',
     'batch_size': '[1, inf)', 'learning_rate': '(0, inf)', 'warmup_epochs': '[0, inf)', 'weight_decay': '[0, inf)',
@@ -100,8 +98,8 @@ attn_backend = pick_attn_backend(attn_backend, device)
 
 # -----------------------------------------------------------------------------
 # checks: every checkpoint and data set before any work, so a bad one fails in seconds
-if task not in TASKS:
-    raise UsageError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
+if task not in ('linprobe', 'finetune', 'recon'):
+    raise UsageError(f"task must be one of linprobe, finetune, recon, got {task!r}")
 if not ckpt:
     raise UsageError("no checkpoint given: pass --ckpt=out-dar-fmnist/ckpt_best.pt (repeat --ckpt=... to compare)")
 if names and len(names) != len(ckpt):
@@ -130,17 +128,20 @@ for i, path in enumerate(ckpt):
 if len({run['name'] for run in runs}) < len(runs):  # e.g. ckpt_best.pt and ckpt_last.pt of one out_dir
     for run in runs:
         run['name'] = run['path']
-check_pool(pooling, torch.zeros(1, dtype=torch.long))  # the value alone; with each mask in linprobe
+check_pool(pooling, torch.zeros(2, dtype=torch.long))  # the value alone (no mask); each mask in linprobe
 if task == 'recon' and lpips_net not in MIN_SIDE:
     raise UsageError(f"lpips_net must be one of {', '.join(MIN_SIDE)}, got {lpips_net!r}")
 if task == 'recon' and recon_order not in ('random', 'raster'):
     raise UsageError(f"recon_order must be 'random' or 'raster', got {recon_order!r}")
 
 # -----------------------------------------------------------------------------
-# shared helpers: subsets, shards, batches of sequences, gathering
+# shared helpers: subsets, batches of sequences split over processes, gathering
 
-def subset(n, limit, salt):
-    """All of range(n), or a seeded random `limit` of it (sorted): the same on every process."""
+def subset(run, split):
+    """The split's image ids a task uses: all, or a seeded random train_subset / val_subset of them (sorted), the
+    same on every process."""
+    n = len(image_sets[run['data'], split])
+    limit, salt = (train_subset, 1) if split == 'train' else (val_subset, 2)
     if not limit or limit >= n:
         return torch.arange(n)
     return torch.randperm(n, generator=torch.Generator().manual_seed(seed + salt))[:limit].sort().values
@@ -154,6 +155,16 @@ def sequences(run, image_set, indices, generator=None, train=False):
     return to_sequence(pixels, cfg.patch_size).to(device), labels.to(device)
 
 
+def shards(run, split, ids, desc):
+    """This process's share of ids (every world_size-th) in eval batches: (ids, sequences, labels)."""
+    image_set, mine = image_sets[run['data'], split], ids[rank::world_size]
+    bar = progress_bar(total=len(mine), desc=desc, unit='images', enabled=master and progress)
+    for chunk in mine.split(eval_batch_size):
+        yield (chunk, *sequences(run, image_set, chunk))
+        bar.update(len(chunk))
+    bar.close()
+
+
 def gather(items):
     """Concatenate a list from every process (rank order) on all of them."""
     if not ddp:
@@ -163,38 +174,28 @@ def gather(items):
     return [item for part in gathered for item in part]
 
 
-def batches(indices, size, desc):
-    bar = progress_bar(total=len(indices), desc=desc, unit='images', enabled=master and progress)
-    for first in range(0, len(indices), size):
-        yield indices[first:first + size]
-        bar.update(min(size, len(indices) - first))
-    bar.close()
-
-# -----------------------------------------------------------------------------
-# linear probe on frozen features
-
-def encode_split(run, model, split, groups, limit, salt):
-    image_set = image_sets[run['data'], split]
-    indices = subset(len(image_set), limit, salt)
+@torch.no_grad()
+def predict(run, split, fn, desc):
+    """(fn(sequences), labels) on the CPU for the split's subset, each process a shard, gathered in id order."""
     parts = []
-    for chunk in batches(indices[rank::world_size], eval_batch_size, f"encode {split}"):
-        seqs, labels = sequences(run, image_set, chunk)
+    for chunk, seqs, labels in shards(run, split, subset(run, split), desc):
         with autocast:
-            parts.append((chunk, encode(model, seqs, groups, pooling).cpu(), labels.cpu()))
+            parts.append((chunk, fn(seqs).cpu(), labels.cpu()))
     parts = gather(parts)
     order_back = torch.cat([p[0] for p in parts]).argsort()  # rank-interleaved shards back to one order
     return torch.cat([p[1] for p in parts])[order_back], torch.cat([p[2] for p in parts])[order_back]
 
+# -----------------------------------------------------------------------------
+# linear probe on frozen features
 
 def linprobe(run, model):
-    cfg = run['checkpoint'].model_config
-    n_patches = (cfg.image_size // cfg.patch_size) ** 2
+    n_patches = run['checkpoint'].model_config.block_size - 1  # the CLS slot, then the patches
     # keep_mask: the pretraining mask in raster order (GVP keeps it at linear probing); else none
     groups = run['checkpoint'].objective.probe_groups(n_patches) if keep_mask else \
         torch.zeros(n_patches + 1, dtype=torch.long)
     check_pool(pooling, groups)
-    train_x, train_y = encode_split(run, model, 'train', groups, train_subset, 1)
-    val_x, val_y = encode_split(run, model, 'val', groups, val_subset, 2)
+    train_x, train_y = predict(run, 'train', lambda seqs: encode(model, seqs, groups, pooling), 'encode train')
+    val_x, val_y = predict(run, 'val', lambda seqs: encode(model, seqs, groups, pooling), 'encode val')
     if not torch.isfinite(train_x).all():
         raise UsageError(f"{run['path']} gives non-finite features: the checkpoint's weights are broken (NaN/inf)")
     result = dict(keep_mask=keep_mask and bool(groups.any()), pooling=pooling, train_images=len(train_y))
@@ -210,19 +211,18 @@ def linprobe(run, model):
 # fine-tuning
 
 def finetune(run, model):
-    image_set, val_set = image_sets[run['data'], 'train'], image_sets[run['data'], 'val']
+    image_set = image_sets[run['data'], 'train']
     torch.manual_seed(seed)
     classifier = ImageClassifier(model, image_set.num_classes, pooling).to(device).train()
-    param_groups = layer_decay_groups(classifier, weight_decay, layer_decay)
-    optimizer = torch.optim.AdamW(param_groups, lr=learning_rate, betas=(0.9, 0.999))
+    optimizer = torch.optim.AdamW(layer_decay_groups(classifier, weight_decay, layer_decay), lr=learning_rate)
     trainer = DDP(classifier, device_ids=[local_rank] if device_type == 'cuda' else None) if ddp else classifier
-    indices = subset(len(image_set), train_subset, 1)
+    indices = subset(run, 'train')
     steps_per_epoch = max(1, len(indices) // (batch_size * world_size))  # the same on every process
     total, warmup = epochs * steps_per_epoch, warmup_epochs * steps_per_epoch
     generator = torch.Generator().manual_seed(seed * 1000 + rank)  # augmentation draws, per process
     rng = np.random.default_rng(seed * 1000 + rank)                # mixup draws, per process
     bar = progress_bar(total=total, desc='fine-tune', unit='steps', enabled=master and progress)
-    loss_sum, loss_count = 0.0, 0
+    last_epoch_loss = 0.0  # the training loss reported: the last epoch's mean
     for step in range(total):
         epoch, k = divmod(step, steps_per_epoch)
         if k == 0:
@@ -238,44 +238,34 @@ def finetune(run, model):
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-        if epoch == epochs - 1:  # report the last epoch's training loss
-            loss_sum, loss_count = loss_sum + loss.item(), loss_count + 1
+        if epoch == epochs - 1:
+            last_epoch_loss += loss.item()
         bar.update(1)
         if not math.isfinite(loss.item()):
             raise UsageError(f"fine-tuning {run['path']}: loss is {loss.item()} at step {step}: lower learning_rate")
     bar.close()
     classifier.eval()
-    correct = 0
-    val_indices = subset(len(val_set), val_subset, 2)
-    for chunk in batches(val_indices[rank::world_size], eval_batch_size, 'val'):
-        seqs, labels = sequences(run, val_set, chunk)
-        with torch.no_grad(), autocast:
-            correct += int((classifier(seqs).argmax(dim=-1) == labels).sum())
-    correct = sum(gather([correct]))
-    return dict(epochs=epochs, train_images=len(indices), train_loss=loss_sum / max(1, loss_count),
-                val_acc=100 * correct / len(val_indices))
+    predictions, labels = predict(run, 'val', lambda seqs: classifier(seqs).argmax(dim=-1), 'val')
+    return dict(epochs=epochs, train_images=len(indices), train_loss=last_epoch_loss / steps_per_epoch,
+                val_acc=100 * int((predictions == labels).sum()) / len(labels))
 
 # -----------------------------------------------------------------------------
 # reconstruction, one patch at a time
 
-def recon(run, model, lpips):
+def recon(run, model):
     cfg = run['checkpoint'].model_config
-    val_set = image_sets[run['data'], 'val']
     style = run['checkpoint'].objective.prefix_style
-    n_patches = (cfg.image_size // cfg.patch_size) ** 2
-    ids = subset(len(val_set), val_subset, 2)
+    ids = subset(run, 'val')
     ids = ids[torch.randperm(len(ids), generator=torch.Generator().manual_seed(seed))]  # a mix of classes in the grid
     scores, grid = [], None
-    for chunk in batches(ids[rank::world_size], eval_batch_size, 'reconstruct'):
-        seqs, _ = sequences(run, val_set, chunk)
-        fill_positions = fill_order(chunk.tolist(), n_patches, recon_ratio, seed, recon_order).to(device)
+    for chunk, seqs, _ in shards(run, 'val', ids, 'reconstruct'):
+        fill_positions = fill_order(chunk.tolist(), cfg.block_size - 1, recon_ratio, seed, recon_order).to(device)
         with autocast:
             filled = reconstruct(model, seqs, fill_positions, style, norm_pix=cfg.norm_pix_loss)
         baseline = mean_fill(seqs, fill_positions)
-        pictures = [model_images(x, cfg) for x in (seqs, filled, baseline)]
-        with torch.no_grad():
-            scores += zip(masked_l2(filled, seqs, fill_positions).tolist(), lpips(pictures[1], pictures[0]).tolist(),
-                          masked_l2(baseline, seqs, fill_positions).tolist(), lpips(pictures[2], pictures[0]).tolist())
+        pictures = [unpatchify(x[:, 1:].float(), cfg.patch_size, cfg.channels) for x in (seqs, filled, baseline)]
+        scores += zip(masked_l2(filled, seqs, fill_positions).tolist(), lpips(pictures[1], pictures[0]).tolist(),
+                      masked_l2(baseline, seqs, fill_positions).tolist(), lpips(pictures[2], pictures[0]).tolist())
         if grid is None:
             grid = (seqs[:grid_images].cpu(), filled[:grid_images].cpu(), fill_positions[:grid_images].cpu())
     scores = torch.tensor(gather(scores), dtype=torch.float64)
@@ -291,15 +281,6 @@ def recon(run, model, lpips):
 def grid_name(run):
     return f"recon_{re.sub(r'[^A-Za-z0-9_.-]+', '_', run['name'])}.png"
 
-
-def model_images(seqs, cfg):
-    """Sequences back to images; upsampled (nearest) to the smallest side the LPIPS network takes."""
-    images = unpatchify(seqs[:, 1:].float(), cfg.patch_size, cfg.channels)
-    if images.shape[-1] < MIN_SIDE[lpips_net]:
-        factor = math.ceil(MIN_SIDE[lpips_net] / images.shape[-1])
-        images = F.interpolate(images, scale_factor=factor, mode='nearest')
-    return images
-
 # -----------------------------------------------------------------------------
 # run every checkpoint
 
@@ -309,7 +290,6 @@ if master:  # every input is good: claim out_dir before any work (the writing ra
         earlier = os.listdir(out_dir) if os.path.isdir(out_dir) else []
         results += sorted({grid_name(run) for run in runs} | {n for n in earlier if re.fullmatch(r'recon_.*\.png', n)})
     claim_out_dir(out_dir, results, overwrite)
-lpips = None
 if task == 'recon':
     from evals.lpips import LPIPS  # needs the stlpips wheel: only for recon
     lpips = LPIPS(lpips_net).to(device)
@@ -319,7 +299,7 @@ rows = []
 for run in runs:
     t0 = time.time()
     model = run['checkpoint'].model(device, attn_backend=attn_backend)
-    result = {'linprobe': linprobe, 'finetune': finetune, 'recon': lambda r, m: recon(r, m, lpips)}[task](run, model)
+    result = {'linprobe': linprobe, 'finetune': finetune, 'recon': recon}[task](run, model)
     rows.append(dict(model=run['name'], objective=run['checkpoint'].objective.label, dataset=run['data'],
                      **result, seconds=time.time() - t0))
     del model
@@ -337,7 +317,7 @@ def cell(value):
 if master:
     columns = list(rows[0])
     lines = ['| ' + ' | '.join(columns) + ' |', '|' + '---|' * len(columns)]
-    lines += ['| ' + ' | '.join(cell(row.get(c, '')) for c in columns) + ' |' for row in rows]
+    lines += ['| ' + ' | '.join(cell(row[c]) for c in columns) + ' |' for row in rows]
     table = '\n'.join(lines) + '\n'
     print(table, end='')
     path = os.path.join(out_dir, task)
@@ -347,6 +327,6 @@ if master:
     writer.writerows(rows)
     atomic_write(path + '.md', table)
     atomic_write(path + '.csv', table_csv.getvalue())
-    print(f"wrote {os.path.join(out_dir, task)}.md and .csv")
+    print(f"wrote {path}.md and .csv")
 if ddp:
     dist.destroy_process_group()

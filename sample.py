@@ -5,13 +5,9 @@ or, for masked checkpoints, by unmasking a canvas of [MASK]s in any order.
 $ python sample.py --ckpt=out-ar-shakespeare-bytes/ckpt_best.pt --prompt='ROMEO:' --max_new_tokens=300
 $ python sample.py --ckpt=out-vm-shakespeare-bytes/ckpt_best.pt --num_samples=3 --temperature=0.8 --top_k=40
 
-Every objective predicts x_{k+1} from x_1..x_k exactly as eval_ppl.py scores it (evals.ppl.prefix_batch):
-  ar (GPT)          the causal output at the last position
-  dar, gvp, 2s ar   the query stream at the next position, seeing the content of every earlier position
-  mlm, vm (BERT)    the prefix visible, [MASK] at the next position (later ones: --bert_future)
-  two-stream mlm/vm the query stream at the next position, the prefix as visible content
-so a masked model generates from the same prefix-only conditional as its Table 7 perplexity: the paper's point
-that autoregressive pretraining generates better can be read off the samples.
+Left to right, every objective predicts x_{k+1} from x_1..x_k exactly as eval_ppl.py scores it (evals/ppl.py says
+how each objective reads a prefix), so a masked model generates from the same prefix-only conditional as its
+Table 7 perplexity: the paper's point that autoregressive pretraining generates better can be read off the samples.
 
 A masked model can also generate the way it was trained (--order=random|confident, the default for masked
 checkpoints): the prompt, then max_new_tokens [MASK]s; each step samples tokens_per_step of them from the model's
@@ -23,14 +19,15 @@ surest (confident, MaskGIT). --show_steps=N prints the canvas every N steps, '_'
 $ python sample.py --ckpt=out-vm-2s-shakespeare-bytes/ckpt_best.pt --prompt='ROMEO:' --max_new_tokens=100 \
       --order=confident --tokens_per_step=4 --show_steps=5
 
-Every run reports its forward passes per sample. --judge=<ar checkpoint> scores the samples (evals/sample_quality.py):
-their NLL per token under the judge, beside the judge's NLL on held-out text of the same length (a perfect sampler's
-score), and the unigram entropy of both (a repetitive sampler scores well under any judge, and is flagged).
+Every run reports its forward passes per sample. --judge=<ar checkpoint> scores the samples beside held-out text of
+the same length, by the judge's NLL and by unigram entropy (evals/sample_quality.py says why both).
 $ python sample.py --ckpt=out-mdlm-2s-shakespeare-bytes/ckpt_best.pt --max_new_tokens=127 --num_samples=32 \
       --temperature=1.0 --judge=out-judge-shakespeare-bytes/ckpt_best.pt --judge_out=quality.json
 """
 import json
 import sys
+from functools import partial
+from itertools import groupby
 
 import torch
 
@@ -39,9 +36,9 @@ from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import dataset_dir
 from data.text import TOKENIZERS, get_tokenizer, load_tokens
 from devices import pick_attn_backend, setup_processes
-from evals.any_order import model_log_probs, unmask
-from evals.ppl import BERT_FUTURES, ROW_STYLES, gather_windows, prefix_batch, take_rows, window_starts
-from evals.sample_quality import checkpoint_judge, sample_quality
+from evals.any_order import model_log_probs, propose, unmask
+from evals.ppl import BERT_FUTURES, ROW_STYLES, gather_windows, prefix_batch, score_windows, take_rows, window_starts
+from evals.sample_quality import sample_quality
 from objectives import to_device
 from output import atomic_write
 
@@ -103,17 +100,16 @@ tokenizer_name = model.config.tokenizer
 tokenizer = get_tokenizer(tokenizer_name)
 n_vocab, bos = TOKENIZERS[tokenizer_name]
 style = pretraining.prefix_style
-future = bert_future if style == 'bert' else 'invisible'
+allowed = torch.arange(model.config.vocab_size, device=device) < n_vocab  # the head's padding rows are no tokens
 generator = torch.Generator(device=device).manual_seed(seed)
 
 # -----------------------------------------------------------------------------
 @torch.no_grad()
 def next_token_logits(ids):
-    """Logits of the token after ids (BOS first), read as eval_ppl.py reads the model. The window ends in a
-    placeholder slot for the next token; no row that predicts it sees that slot (tests/test_sample.py)."""
-    context = ids[-(model.config.block_size - 2):] if len(ids) > model.config.block_size - 1 else ids[1:]
-    window = torch.tensor([[bos] + context + [bos]], device=device)  # BOS, the last tokens that fit, the slot
-    batch = prefix_batch(window, style, future)
+    """Logits of the token after ids (BOS first), read as eval_ppl.py reads the model, from a window of BOS, the last
+    tokens that fit and a slot for the next token; no row that predicts it sees that slot (tests/test_sample.py)."""
+    window = torch.tensor([[bos] + ids[1:][-(model.config.block_size - 2):] + [bos]], device=device)
+    batch = prefix_batch(window, style, bert_future)
     if style in ROW_STYLES:  # one row per prefix length: keep the row of the longest prefix
         batch = take_rows(batch, torch.tensor([window.shape[1] - 2], device=device), window.shape[1])
     with autocast:
@@ -121,52 +117,37 @@ def next_token_logits(ids):
     return logits[0, -1].float()
 
 def sample_next(logits):
-    logits = logits.clone()
-    logits[n_vocab:] = -float('inf')  # the padding rows of the head: never a real token
-    logits = logits / temperature
-    if top_k:
-        kth = torch.topk(logits, min(top_k, n_vocab)).values[-1]
-        logits[logits < kth] = -float('inf')
-    return int(torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator))
-
-def render(ids, masked_row):
-    """The canvas as text, '_' for each position still masked."""
-    pieces, filled = [], []
-    for token, hidden in zip(ids, masked_row):
-        if hidden:
-            pieces += [tokenizer.decode(filled), '_']
-            filled = []
-        else:
-            filled.append(token)
-    return ''.join(pieces) + tokenizer.decode(filled)
+    """The next token, by unmasking's proposal at one position ('confident': no random draw but the token's)."""
+    draws, _ = propose(logits[None, None] / temperature, 'confident', generator, allowed, top_k)
+    return int(draws)
 
 def show_canvas(step, canvas, masked):
+    """Every show_steps steps and at the end, each canvas as text: '_' for each position still masked, each run of
+    filled ones decoded whole (a character may span several bytes)."""
     if show_steps and (step % show_steps == 0 or not masked.any()):
-        for index in range(len(canvas)):
-            print(f"step {step:>4} | sample {index + 1} | {render(canvas[index, 1:].tolist(), masked[index, 1:])}",
-                  flush=True)
+        for index, row in enumerate(zip(canvas[:, 1:].tolist(), masked[:, 1:].tolist()), 1):
+            text = ''.join('_' * len(list(run)) if hidden else tokenizer.decode([token for token, _ in run])
+                           for hidden, run in groupby(zip(*row), key=lambda pair: pair[1]))
+            print(f"step {step:>4} | sample {index} | {text}", flush=True)
 
 def unmask_samples():
     """num_samples canvases (BOS, the prompt, n_new [MASK]s) filled together; -> the filled (B, S) ids and the
     forward passes each took (B,)."""
     canvas = torch.tensor([start + [0] * n_new] * num_samples)  # 0 under a mask: never read
-    masked = torch.zeros_like(canvas, dtype=torch.bool)
-    masked[:, len(start):] = True
-    allowed = torch.arange(model.config.vocab_size) < n_vocab
-    allowed[bos] = False  # one document: no boundary inside the canvas
+    masked = (torch.arange(canvas.shape[1]) >= len(start)).expand_as(canvas)
+    no_bos = allowed.cpu() & (torch.arange(len(allowed)) != bos)  # one document: no boundary inside the canvas
     return unmask(model_log_probs(model, pretraining.two_stream, autocast), canvas, masked, tokens_per_step, order,
-                  torch.Generator().manual_seed(seed), temperature, top_k, allowed, on_step=show_canvas,
+                  torch.Generator().manual_seed(seed), temperature, top_k, no_bos, on_step=show_canvas,
                   remask=remask, block_length=block_length)
 
 # -----------------------------------------------------------------------------
 start = [bos] + tokenizer.encode_ordinary(prompt)
 n_new = max_new_tokens
 if order != 'left_to_right':  # the canvas is the model's window
-    room = model.config.block_size - len(start)
-    if room < 1:
+    n_new = min(max_new_tokens, model.config.block_size - len(start))
+    if n_new < 1:
         raise UsageError(f"the prompt is {len(start) - 1} tokens, and a canvas holds {model.config.block_size - 1}: "
                          "shorten --prompt")
-    n_new = min(max_new_tokens, room)
     if n_new < max_new_tokens:
         print(f"the canvas holds {model.config.block_size - 1} tokens: {n_new} new ones after the prompt",
               file=sys.stderr)
@@ -193,35 +174,35 @@ unmasking += f", blocks of {block_length}" if block_length else ''
 unmasking += f", remask {remask}" if remask else ''
 print(f"{ckpt}: {pretraining.label} ({style}{unmasking}), {tokenizer_name} tokens, temperature {temperature}, "
       f"top_k {top_k or 'off'}, seed {seed}", file=sys.stderr)
-sequences, passes = [], []  # every sample (BOS, prompt, sampled tokens) and the forward passes it took
+# every sample (BOS, prompt, sampled tokens) and the forward passes it took
 if order != 'left_to_right':
-    filled, passes = unmask_samples()
-    sequences, passes = filled.tolist(), passes.tolist()
+    sequences, passes = (part.tolist() for part in unmask_samples())
     for index, ids in enumerate(sequences):
+        print(f"---------- sample {index + 1}\n{prompt + tokenizer.decode(ids[len(start):])}", flush=True)
+else:
+    sequences, passes = [], []
+    for index in range(num_samples):
+        ids, shown = list(start), ''
         print(f"---------- sample {index + 1}", flush=True)
-        print(prompt + tokenizer.decode(ids[len(start):]), flush=True)
-for index in range(num_samples if order == 'left_to_right' else 0):
-    ids, shown = list(start), ''
-    print(f"---------- sample {index + 1}", flush=True)
-    passes.append(0)
-    for _ in range(max_new_tokens):
-        token = sample_next(next_token_logits(ids))
-        passes[-1] += 1
-        if token == bos:  # the model ended the document
-            break
-        ids.append(token)
+        for step in range(1, max_new_tokens + 1):  # one forward pass a step
+            token = sample_next(next_token_logits(ids))
+            if token == bos:  # the model ended the document
+                break
+            ids.append(token)
+            text = prompt + tokenizer.decode(ids[len(start):])
+            if stream and not text.endswith('\ufffd'):  # a byte model may be inside a multi-byte character
+                print(text[len(shown):], end='', flush=True)
+                shown = text
         text = prompt + tokenizer.decode(ids[len(start):])
-        if stream and not text.endswith('\ufffd'):  # a byte model may be inside a multi-byte character
-            print(text[len(shown):], end='', flush=True)
-            shown = text
-    text = prompt + tokenizer.decode(ids[len(start):])
-    print(text[len(shown):] if stream else text, flush=True)
-    sequences.append(ids)
+        print(text[len(shown):] if stream else text, flush=True)
+        sequences.append(ids)
+        passes.append(step)
 forward_passes = sum(passes) / len(passes)
 print(f"{forward_passes:g} forward passes per sample", file=sys.stderr)
 if judge:
-    scores = sample_quality(checkpoint_judge(judged_by.model(device, attn_backend=attn_backend), judge_style,
-                                             autocast), sequences, len(start), held_out)
+    judge_nll = partial(score_windows, judged_by.model(device, attn_backend=attn_backend), style=judge_style,
+                        autocast=autocast)
+    scores = sample_quality(judge_nll, sequences, len(start), held_out)
     unit = 'byte' if tokenizer_name == 'bytes' else 'token'
     print(f"judge {judge}, nats per {unit} ± se: samples {scores['judge_nll']:.3f} ± {scores['judge_nll_se']:.3f}, "
           f"held-out text {scores['held_out_nll']:.3f} ± {scores['held_out_nll_se']:.3f} "

@@ -22,7 +22,7 @@ import numpy as np
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import dataset_dir
 from evals.theory import (connectivity_rows, encoding, layer_ranks, masked_loss_by_ratio, misalignment,
-                          pooled_features, tail_sigma4, text_windows, top_pair_similarities, toy_label, toy_report)
+                          pooled_features, tail_sigma4, text_windows, top_pair_similarities, toy_report)
 from output import line_plot, log_ranks, write_csv
 
 # -----------------------------------------------------------------------------
@@ -79,7 +79,7 @@ if unread:
     raise UsageError(f"{command} does not read --{unread[0]}: its keys are "
                      + ', '.join(f"--{k}" for k in KEYS[command] + ('out_dir',)))
 check_ranges(globals(), {'s': '[0, inf)', 'max_entries': '[1, inf)', 'num_samples': '[0, inf)',
-                         'batch_size': '[1, inf)', 'top': '[1, inf)'})
+                         'batch_size': '[1, inf)', 'top': '[1, inf)', 'tau': '(0, 1]'})
 s = s or (128 if command == 'misalign' else 5)
 num_samples = num_samples or (8000 if command == 'connectivity' else 512)
 if not all(isinstance(v, int) for v in visible):
@@ -87,19 +87,22 @@ if not all(isinstance(v, int) for v in visible):
 visible = (visible or tuple(range(1, s))) if command in ('toy', 'tails') else ()
 
 # -----------------------------------------------------------------------------
-# toy: Thm 4.2's singular values of A_bar, every objective side by side, or one objective's report as JSON
-if command == 'toy' and objective not in ('', 'ar', 'dar', 'mlm', 'vm'):
+# toy: Thm 4.2's singular values of A_bar, one objective's report as JSON, or every objective side by side
+if objective not in ('', 'ar', 'dar', 'mlm', 'vm'):
     raise UsageError(f"unknown --objective={objective}: choose ar, dar, mlm or vm")
-if command == 'toy' and json:
+if json:
     if not objective:
         raise UsageError("--json=True needs --objective=<ar, dar, mlm or vm>")
     print(dumps(toy_report(objective, r, s, T, visible if objective in ('mlm', 'vm') else (),
                            t if objective == 'dar' else None, max_entries)))
-elif command == 'toy':
-    settings = [('ar', (), None), ('dar', (), t)] + [('mlm', (v,), None) for v in visible]
-    settings += [('vm', visible, None)] if len(visible) > 1 else []
-    reports = [toy_report(name, r, s, T, shown, steps, max_entries) for name, shown, steps in settings]
-    labels = [toy_label(*setting) for setting in settings]
+elif command in ('toy', 'tails'):  # (label, objective, visible, t); tails shows dar at t = 1..4
+    dar_steps = (t,) if command == 'toy' else (1, 2, 3, 4)
+    settings = [('ar', 'ar', (), None)] + [(f'dar t={k}', 'dar', (), k) for k in dar_steps]
+    settings += [(f'mlm s_m={v}', 'mlm', (v,), None) for v in visible]
+    settings += [('vm s_m in {' + ','.join(map(str, visible)) + '}', 'vm', visible, None)] if len(visible) > 1 else []
+    labels = [label for label, *_ in settings]
+    reports = [toy_report(name, r, s, T, shown, steps, max_entries) for _, name, shown, steps in settings]
+if command == 'toy' and not json:
     print(f"toy model r={r} s={s} T={T}: singular values of A_bar (every one; zeros after r*s)")
     width = max(16, max(map(len, labels)) + 2)
     print('   j ' + ''.join(f"{label:>{width}}" for label in labels))
@@ -122,13 +125,9 @@ elif command == 'toy':
 # -----------------------------------------------------------------------------
 # tails: every objective in the theorem's own currency, the sum of sigma^4 past r (Thm 4.1)
 if command == 'tails':
-    settings = [('ar', (), None)] + [('dar', (), steps) for steps in range(1, 5)]
-    settings += [('mlm', (v,), None) for v in visible] + ([('vm', visible, None)] if len(visible) > 1 else [])
-    rows = []
-    for name, shown, steps in settings:
-        report = toy_report(name, r, s, T, shown, steps, max_entries)
-        rows.append((toy_label(name, shown, steps), report['sum_sigma4_beyond_r'],
-                     '' if report['closed_form'] is None else tail_sigma4(report['closed_form'], r)))
+    rows = [(label, report['sum_sigma4_beyond_r'],
+             '' if report['closed_form'] is None else tail_sigma4(report['closed_form'], r))
+            for label, report in zip(labels, reports)]
     print(f"sum of sigma_j^4 over j > r, toy r={r} s={s} T={T} (smaller = more connected)")
     for label, value, exact in rows:
         print(f"{label:<24}{value:14.8f}   closed form {exact if exact == '' else f'{exact:.8f}'}")

@@ -1,6 +1,6 @@
 """
 Data sets, each prepared by python data/<name>/prepare.py into the folder data/<name>/ (byte-level text:
-data/<name>_bytes/): text corpora (text.py), image sets (images.py), GLUE tasks (glue_tasks.py).
+data/<name>_bytes/): text corpora (text.py), image sets (images.py), GLUE tasks (glue_tasks.py); downloads (fetch.py).
 """
 import os
 from pathlib import Path

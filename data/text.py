@@ -19,11 +19,6 @@ import io
 import itertools
 import json
 import os
-import subprocess
-import sys
-import tarfile
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +28,7 @@ import torch
 
 from configurator import UsageError
 from data import DATA_DIR
+from data.fetch import CACHE_DIR, download, pip_archive, read_members
 from output import atomic_write, progress as progress_lines
 
 BOS = 50256  # GPT-2 <|endoftext|>: conditioning token of every window and separator between documents
@@ -40,7 +36,6 @@ VOCAB_SIZE = 50257
 # name -> (vocabulary size, BOS id). meta.json names a corpus's tokenizer, train.py copies it into the checkpoint
 # (ModelConfig.tokenizer), and every script reads it from there: nobody has to say it twice.
 TOKENIZERS = {"gpt2": (VOCAB_SIZE, BOS), "bytes": (257, 256)}
-CACHE_DIR = DATA_DIR / "cache"
 
 # -----------------------------------------------------------------------------
 # tokenizer: tiktoken's GPT-2 BPE, with its ranks also found offline
@@ -49,9 +44,9 @@ CACHE_DIR = DATA_DIR / "cache"
 # from the network on first use. The sha256 pins the exact file, whatever the package version.
 RANKS_FILE = CACHE_DIR / "gpt2.tiktoken"
 RANKS_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
-RANKS_SDIST = "openai-whisper==20250625"
+RANKS_SDIST = ("openai-whisper==20250625", "openai_whisper-*.tar.gz", ["--no-binary", ":all:"])
 RANKS_MEMBER = "whisper/assets/gpt2.tiktoken"
-PIP_FETCH = f"python -m pip download --no-deps --no-binary :all: {RANKS_SDIST} -d data/cache/"
+PIP_FETCH = f"python -m pip download --no-deps --no-binary :all: {RANKS_SDIST[0]} -d data/cache/"
 # GPT-2's pre-tokenizer: contractions, letter runs, digit runs, other symbols (each with at most one
 # leading space), then whitespace; BPE merges only ever act inside one of these pieces.
 GPT2_SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -71,26 +66,9 @@ def encoding_from_ranks(path):
 
 
 def fetch_ranks(dest):
-    """Fetch the openai-whisper sdist with pip (the registry only) and extract the GPT-2 ranks to dest."""
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    sdists = sorted(dest.parent.glob("openai_whisper-*.tar.gz"))  # a previous fetch needs no network
-    if not sdists:
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                   "--quiet", RANKS_SDIST, "-d", str(dest.parent)]
-        result = subprocess.run(command, capture_output=True, text=True)
-        sdists = sorted(dest.parent.glob("openai_whisper-*.tar.gz"))
-        if result.returncode != 0 or not sdists:
-            last_line = (result.stderr.strip().splitlines() or ["no output"])[-1]
-            raise RuntimeError(f"pip could not download {RANKS_SDIST} ({last_line})")
-    with tarfile.open(sdists[-1]) as sdist:
-        member = next((m for m in sdist.getmembers() if m.name.endswith(RANKS_MEMBER)), None)
-        if member is None:
-            raise RuntimeError(f"{sdists[-1]} holds no {RANKS_MEMBER}")
-        raw = sdist.extractfile(member).read()
-    if hashlib.sha256(raw).hexdigest() != RANKS_SHA256:
-        raise RuntimeError(f"{RANKS_MEMBER} in {sdists[-1].name} has the wrong sha256")
-    atomic_write(dest, raw)
+    """Extract the GPT-2 ranks to dest from the openai-whisper sdist, fetched with pip into dest's folder."""
+    sdist = pip_archive(*RANKS_SDIST, cache_dir=Path(dest).parent)
+    atomic_write(dest, read_members(sdist, {RANKS_MEMBER: RANKS_SHA256})[RANKS_MEMBER])
     return dest
 
 
@@ -129,19 +107,17 @@ def get_tokenizer(name="gpt2"):
         return ByteTokenizer()
     if _tokenizer is not None:
         return _tokenizer
-    if RANKS_FILE.exists():
-        _tokenizer = encoding_from_ranks(RANKS_FILE)
-        return _tokenizer
-    try:
-        _tokenizer = tiktoken.get_encoding("gpt2")
-        return _tokenizer
-    except Exception:  # no network (or a broken tiktoken cache): fall back to pip
-        pass
-    try:
-        fetch_ranks(RANKS_FILE)
-    except (RuntimeError, OSError, tarfile.TarError) as error:
-        raise UsageError(f"cannot load the GPT-2 BPE: tiktoken could not download it and {error}; "
-                           f"with network run `{PIP_FETCH}`, or copy gpt2.tiktoken to {RANKS_FILE}") from None
+    if not RANKS_FILE.exists():
+        try:
+            _tokenizer = tiktoken.get_encoding("gpt2")
+            return _tokenizer
+        except Exception:  # no network (or a broken tiktoken cache): fall back to pip
+            pass
+        try:
+            fetch_ranks(RANKS_FILE)
+        except (UsageError, OSError) as error:
+            raise UsageError(f"cannot load the GPT-2 BPE: tiktoken could not download it and {error}; "
+                             f"or copy gpt2.tiktoken to {RANKS_FILE}") from None
     _tokenizer = encoding_from_ranks(RANKS_FILE)
     return _tokenizer
 
@@ -185,11 +161,6 @@ def open_bytes(path):
     return open(path, "rb")
 
 
-def open_text(path):
-    """Open a UTF-8 text file, decompressing .gz or .zst."""
-    return io.TextIOWrapper(open_bytes(path), encoding="utf-8")
-
-
 def not_utf8(path):
     """-> the UsageError for a file that is not UTF-8, naming the offset of its first bad byte (after decompression):
     a text decoder reports offsets within its current chunk only, so the file is decoded again from its start."""
@@ -222,7 +193,7 @@ def read_documents(paths, text_field="text"):
         if not name.endswith(SUPPORTED):
             raise UsageError(f"{path}: unsupported file type (supported: {', '.join(SUPPORTED)})")
         try:
-            with open_text(path) as lines:
+            with io.TextIOWrapper(open_bytes(path), encoding="utf-8") as lines:
                 if name.removesuffix(".gz").removesuffix(".zst").endswith(TEXT_SUFFIXES):
                     yield lines.read()
                     continue
@@ -305,7 +276,7 @@ def write_corpus(out_dir, train_docs, val_docs, source, test_docs=None, tokenize
     """Tokenise document iterables into out_dir/{train,val,test}.bin and meta.json.
     An empty split (an eval-only corpus has no train) gets no .bin; meta.json lists the splits written.
     test_docs=None: the corpus has no test split at all (only WikiText-2 ships one)."""
-    encoder = get_tokenizer(check_tokenizer(tokenizer))  # before out_dir exists: a typo leaves no empty folder
+    encoder = get_tokenizer(tokenizer)  # before out_dir exists: a typo leaves no empty folder
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "meta.json").unlink(missing_ok=True)  # no meta describing bins that are being rewritten
@@ -440,24 +411,3 @@ def input_paths(inputs, urls, raw_dir, example):
     if not paths:
         raise UsageError(f"no input: pass --input=PATH_TO/{example} (comma-separated, globs allowed) or --url=URL")
     return paths
-
-
-def download(url, dest_dir):
-    """Fetch url into dest_dir (kept: a second prepare needs no network); returns the local path."""
-    dest = Path(dest_dir) / Path(urllib.parse.urlparse(url).path).name
-    if dest.exists():
-        print(f"using {dest} (already downloaded)")
-        return dest
-    print(f"downloading {url} -> {dest}")
-
-    def fetch(out):
-        with urllib.request.urlopen(url) as response, \
-                progress_lines(total=int(response.headers.get("Content-Length") or 0) or None, unit="B") as bar:
-            while chunk := response.read(1 << 20):
-                out.write(chunk)
-                bar.update(len(chunk))
-    try:
-        atomic_write(dest, fetch)
-    except OSError as error:
-        raise UsageError(f"could not download {url} ({error}): download it yourself and pass --input=PATH") from None
-    return dest

@@ -14,15 +14,14 @@ with m uniform on 1..L and the masked set M uniform given m. Position 0 (BOS) is
 The maths takes a callable, so the tests check it on exact conditionals without a Transformer:
   masked_nll(x, masked) -> (B, S) -log q(x_i | x_{not masked}) at masked positions (anything elsewhere)
   log_probs(x, masked)  -> (B, S, V) log q(. | x_{not masked}) at masked positions (anything elsewhere)
-model_masked_nll / model_log_probs adapt a checkpoint: one-stream BERT reads [MASK] inputs at masked positions;
-two-stream reads the visible tokens as content (group 0) and predicts masked positions with query rows (group 1).
+model_masked_nll / model_log_probs adapt a checkpoint (masked_batch says how it reads a masked window).
 """
 import math
 from contextlib import nullcontext
 
 import torch
-import torch.nn.functional as F
 
+from evals.ppl import mean_se, target_nll
 from objectives import bert_batch, to_device, two_stream_batch
 
 DEFAULT_PASSES = 16  # forward passes per window for the bound: one per stratum of m
@@ -39,43 +38,33 @@ def masked_batch(x, masked, two_stream):
     One-stream (BERT): every position is an input, masked ones the [MASK] vector; one target row per masked position.
     Two-stream: content = BOS + visible tokens (group 0); one query row (group 1) per masked position, which sees
     group 0 only. All masked (m = L) leaves BOS alone as content: every row still sees something."""
-    B, S = x.shape
-    n_masked = int(masked.sum(dim=1).max())
+    S, counts = x.shape[1], masked.sum(dim=1)
+    width = round_width(int(counts.max()), S - 1)  # target rows
     if two_stream:
-        content_width = round_width(S - int(masked.sum(dim=1).min()), S)
         return two_stream_batch(x, masked[:, 1:].long(), content_all=False,
-                                widths=(content_width, round_width(n_masked, S - 1)))
-    return bert_batch(x, masked[:, 1:], None, width=round_width(n_masked, S - 1))
-
-def masked_logits(model, x, masked, two_stream, autocast=None):
-    """-> logits (B, P, V) float32, their positions (B, P) and valid (B, P): one row per masked position."""
-    device = next(model.parameters()).device
-    batch = masked_batch(x, masked, two_stream)
-    positions = batch['query_pos'] if two_stream else batch['pred_index']
-    batch['targets'] = None  # logits only
-    with autocast or nullcontext():
-        logits, _ = model(**to_device(batch, device))
-    return logits.float().cpu(), positions.cpu(), batch['valid'].cpu()
+                                widths=(round_width(S - int(counts.min()), S), width))
+    return bert_batch(x, masked[:, 1:], None, width=width)
 
 def model_masked_nll(model, two_stream, autocast=None):
     """The checkpoint as a masked_nll callable: (B, S) NLLs, 0 at unmasked positions."""
     @torch.no_grad()
     def masked_nll(x, masked):
-        logits, positions, valid = masked_logits(model, x, masked, two_stream, autocast)
-        targets = torch.gather(x, 1, positions)
-        nll = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction='none').view(targets.shape)
-        out = torch.zeros(x.shape, dtype=torch.float32)
-        return out.scatter_add_(1, positions, nll * valid)  # padded rows add 0 at position 0
+        batch = masked_batch(x, masked, two_stream)
+        positions = batch['query_pos'] if two_stream else batch['pred_index']
+        nll = target_nll(model, batch, autocast) * batch['valid']
+        return torch.zeros(x.shape).scatter_add_(1, positions, nll)  # padded rows add 0 at position 0
     return masked_nll
 
 def model_log_probs(model, two_stream, autocast=None):
     """The checkpoint as a log_probs callable: (B, S, V) log-probabilities, 0 at unmasked positions."""
     @torch.no_grad()
     def log_probs(x, masked):
-        logits, positions, valid = masked_logits(model, x, masked, two_stream, autocast)
-        rows = torch.log_softmax(logits, dim=-1) * valid[..., None]
-        out = torch.zeros(*x.shape, rows.shape[-1])
-        return out.scatter_add_(1, positions[..., None].expand_as(rows), rows)
+        batch = {**masked_batch(x, masked, two_stream), 'targets': None}  # logits only
+        with autocast or nullcontext():
+            logits, _ = model(**to_device(batch, next(model.parameters()).device))
+        rows = torch.log_softmax(logits.float().cpu(), dim=-1) * batch['valid'][..., None]
+        positions = batch['query_pos'] if two_stream else batch['pred_index']
+        return torch.zeros(*x.shape, rows.shape[-1]).scatter_add_(1, positions[..., None].expand_as(rows), rows)
     return log_probs
 
 def nll_from_log_probs(log_probs):
@@ -130,11 +119,8 @@ def score_bound(model, windows, two_stream, passes=DEFAULT_PASSES, generator=Non
 
 def bound_summary(nats_per_token):
     """Per-window estimates in nats per token -> their mean, its standard error across windows, and perplexity."""
-    values = torch.as_tensor(nats_per_token, dtype=torch.float64)
-    n = len(values)
-    mean = float(values.mean())
-    se = float(values.std(unbiased=True) / n ** 0.5) if n > 1 else float('nan')
-    return dict(nll=mean, se=se, ppl=math.exp(mean), windows=n)
+    nll, se = mean_se(nats_per_token)
+    return dict(nll=nll, se=se, ppl=math.exp(nll), windows=len(nats_per_token))
 
 # -----------------------------------------------------------------------------
 # sampling by unmasking
@@ -162,22 +148,18 @@ def unmask(log_probs, canvas, masked, tokens_per_step=1, order='random', generat
     order 'random': the k positions uniformly among the masked ones; with k = 1 and temperature 1 this draws
     sigma uniformly and x from q_sigma, i.e. exactly from the any-order mixture whose NLL the bound bounds.
     order 'confident': the k masked positions where the model is surest (largest top probability) first, after
-    MaskGIT (Chang et al. 2022), which unmasks the most confident predictions of each step.
+    MaskGIT (Chang et al. 2022).
     block_length b > 0: semi-autoregressive, as LLaDA (Nie et al. 2025): each row's masked positions, from its first
-    one, in blocks of b; a step fills only the leftmost block that still has a masked position (in the order above),
-    so block j + 1 starts once block j is full, after ceil(b / k) steps.
+    one, in blocks of b; a step fills only the leftmost block that still has a masked position, so block j + 1
+    starts once block j is full, after ceil(b / k) steps.
     remask p > 0: each step also masks again, with probability p each, the tokens this call filled in earlier steps
     (in the current block), and fills as many more, after ReMDM (Wang et al. 2025): an early token can be redrawn
-    once more of its context is there. At most (masked - k) are masked again, so each step still leaves k fewer
-    masked: the same number of steps, every position filled at the end.
+    once more of its context is there. At most (masked - k) are masked again: the number of steps is unchanged.
     allowed: (V,) bool, the token ids that may be drawn. on_step(step, canvas, masked) after every step.
-    The conditionals read the canvas only (no time input, as MDLM's), so a row's forward pass may be skipped where
-    its canvas did not change since its last one; with at least one fill a step that is a row with nothing left to
-    fill, and every other row gets one pass a step.
-    Returns the filled canvas and the forward passes each row took, (B,)."""
-    canvas, masked = canvas.clone(), masked.clone()
+    The conditionals read the canvas only (no time input, as MDLM's), so a row with nothing left to fill gets no
+    forward pass. Returns the filled canvas and the forward passes each row took, (B,)."""
     B, S = canvas.shape
-    generated = masked.clone()  # the positions this call fills: the only ones remasking may touch
+    generated = masked  # the positions this call fills: the only ones remasking may touch (no step writes in place)
     if block_length:
         first = masked.int().argmax(dim=1)  # each row's first masked position
         block = (torch.arange(S) - first[:, None]).div(block_length, rounding_mode='floor')

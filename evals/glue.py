@@ -127,25 +127,8 @@ class TextClassifier(nn.Module):
         return self.head(self.dropout(self.features(content, content_pos, content_groups, lengths))).float()
 
 
-def task_loss(outputs, labels, regression):
-    """Cross-entropy over classes, or MSE on the score (STS-B, lee_sts)."""
-    if regression:
-        return F.mse_loss(outputs.squeeze(-1), labels.float())
-    return F.cross_entropy(outputs, labels)
-
-
-def to_predictions(outputs, regression):
-    return outputs.squeeze(-1) if regression else outputs.argmax(dim=-1)
-
-
 # -----------------------------------------------------------------------------
 # linear probes (Sec. 3.3: frozen features, linear head)
-
-
-def standardize(train, *others):
-    """Scale every feature by the train set's mean and std (BatchNorm without affine, as the MAE probe)."""
-    mean, std = train.mean(dim=0), train.std(dim=0).clamp(min=1e-6)
-    return [(x - mean) / std for x in (train,) + others]
 
 
 def fit_logistic(features, labels, n_classes, l2, max_iter=500):
@@ -167,18 +150,15 @@ def fit_logistic(features, labels, n_classes, l2, max_iter=500):
 
 
 def fit_least_squares(features, targets, l2):
-    """Ridge regression in closed form, intercept unpenalised: min mean (Xw + b - y)^2 + l2 ||w||^2."""
-    x = features.double()
-    y = targets.double()
-    x_mean, y_mean = x.mean(dim=0), y.mean()
-    centred = x - x_mean
-    n, D = x.shape
-    gram = centred.T @ centred + l2 * n * torch.eye(D, dtype=x.dtype, device=x.device)
+    """Ridge regression in closed form (in float64, as eval_glue.py passes), intercept unpenalised:
+    min mean (Xw + b - y)^2 + l2 ||w||^2."""
+    x_mean, y_mean = features.mean(dim=0), targets.mean()
+    centred = features - x_mean
+    n, D = features.shape
+    gram = centred.T @ centred + l2 * n * torch.eye(D, dtype=features.dtype, device=features.device)
     # D x D solve on CPU: gelsd copes with a singular gram (l2 = 0), which CUDA's lstsq driver does not
-    weight = torch.linalg.lstsq(gram.cpu(), (centred.T @ (y - y_mean))[:, None].cpu(),
-                              driver='gelsd').solution[:, 0]
-    weight = weight.to(x.device)
-    bias = y_mean - x_mean @ weight
-    return weight.to(features.dtype), bias.to(features.dtype)
+    weight = torch.linalg.lstsq(gram.cpu(), (centred.T @ (targets - y_mean))[:, None].cpu(),
+                                driver='gelsd').solution[:, 0].to(features.device)
+    return weight, y_mean - x_mean @ weight
 
 # -----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ below are our own, named so that their state dict matches the shipped one key fo
 """
 
 import io
-import os
+import math
 from collections import OrderedDict
 
 import torch
@@ -24,15 +24,13 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from configurator import UsageError
-from data.images import fetch_wheel, read_wheel_member
+from data.fetch import pip_archive, read_members
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CACHE_DIR = os.path.join(REPO_ROOT, 'data', 'cache')
-WHEEL = ('stlpips-pytorch', '0.0.2')
+WHEEL = ('stlpips-pytorch==0.0.2', 'stlpips_pytorch-0.0.2-*.whl', ['--only-binary=:all:'])
 WEIGHTS_MEMBER = 'stlpips_pytorch/weights/vST0.0/{net}_shift_tolerant.pth'
 WEIGHTS_SHA256 = {'alex': 'b356b382f96010f77d085ee8343ecd9fd322d0a56e8de2b2d0549fafcad8b9ee',
                   'vgg': '44597da68f49c1837c100ff52299050f274d102eb102e5837178c79be6f0e250'}
-MIN_SIDE = {'alex': 21, 'vgg': 18}  # smaller inputs shrink below the reflect padding of a blur-pool
+MIN_SIDE = {'alex': 21, 'vgg': 18}  # smaller inputs shrink below the reflect padding of a blur-pool: upsampled
 NORM_EPS = 1e-10                    # as in LPIPS: u = f / (||f|| + eps)
 
 # -----------------------------------------------------------------------------
@@ -50,49 +48,6 @@ class BlurPool(nn.Module):
 
     def forward(self, x):
         return F.conv2d(F.pad(x, (2, 2, 2, 2), mode='reflect'), self.filt, stride=2, groups=x.shape[1])
-
-
-class InputScaling(nn.Module):
-    """LPIPS's fixed per-channel shift / scale, applied to images already mapped to [-1, 1]."""
-
-    def __init__(self):
-        super().__init__()
-        self.register_buffer('shift', torch.tensor([-0.030, -0.088, -0.188]).view(1, 3, 1, 1))
-        self.register_buffer('scale', torch.tensor([0.458, 0.448, 0.450]).view(1, 3, 1, 1))
-
-    def forward(self, x):
-        return (x - self.shift) / self.scale
-
-
-class LinearHead(nn.Module):
-    """Non-negative 1x1 conv weighting the squared feature differences of one layer. Slot 0 held dropout while
-    the metric was trained; at use it is the identity (it keeps the key name model.1.weight)."""
-
-    def __init__(self, channels):
-        super().__init__()
-        self.model = nn.Sequential(nn.Identity(), nn.Conv2d(channels, 1, 1, bias=False))
-
-    def forward(self, x):
-        return self.model(x)
-
-
-class Backbone(nn.Module):
-    """A feature stack cut into slice1..slice5; each layer keeps its index in the full stack as its name, so
-    parameters are named net.slice<k>.<index>.weight exactly as in the shipped state dict."""
-
-    def __init__(self, layers, slice_ends):
-        super().__init__()
-        start = 0
-        for k, end in enumerate(slice_ends, 1):
-            self.add_module(f'slice{k}', nn.Sequential(OrderedDict((str(i), layers[i]) for i in range(start, end))))
-            start = end
-
-    def forward(self, x):
-        features = []
-        for stage in self.children():
-            x = stage(x)
-            features.append(x)
-        return features
 
 
 def shift_tolerant_alexnet():
@@ -130,14 +85,11 @@ BACKBONES = {'alex': shift_tolerant_alexnet, 'vgg': shift_tolerant_vgg16}
 
 def load_weights(net, weights_path=None):
     """The shipped ST-LPIPS state dict for net: from weights_path, else from the wheel (fetched if missing)."""
+    source = where = weights_path
     if weights_path is None:
-        wheel = fetch_wheel(*WHEEL, CACHE_DIR)
-        source = io.BytesIO(read_wheel_member(wheel, WEIGHTS_MEMBER.format(net=net), WEIGHTS_SHA256[net]))
-        where = f"{wheel}:{WEIGHTS_MEMBER.format(net=net)}"
-    else:
-        if not os.path.exists(weights_path):
-            raise UsageError(f"LPIPS weights {weights_path} not found; pass weights_path=None to fetch them")
-        source, where = weights_path, weights_path
+        wheel, member = pip_archive(*WHEEL), WEIGHTS_MEMBER.format(net=net)
+        source = io.BytesIO(read_members(wheel, {member: WEIGHTS_SHA256[net]})[member])
+        where = f"{wheel}:{member}"
     try:  # the .pth files are in torch's legacy format and hold CUDA tensors: map them to the CPU
         return torch.load(source, map_location='cpu', weights_only=True), where
     except Exception as err:
@@ -148,16 +100,27 @@ def load_weights(net, weights_path=None):
 
 class LPIPS(nn.Module):
     """Shift-tolerant LPIPS distance. forward(x, y) takes two (B, C, H, W) batches in [0, 1] (C = 1 grey images
-    are repeated to RGB) and returns the (B,) distances. Frozen and in eval mode; gradients reach the inputs."""
+    are repeated to RGB, sides under MIN_SIDE upsampled) and returns the (B,) distances. Frozen and in eval mode;
+    gradients reach the inputs."""
 
     def __init__(self, net='alex', weights_path=None):
         super().__init__()
-        self.net_name = net
+        self.min_side = MIN_SIDE[net]
         layers, slice_ends, widths = BACKBONES[net]()
-        self.scaling_layer = InputScaling()
-        self.net = Backbone(layers, slice_ends)
+        # LPIPS's fixed per-channel shift / scale of images mapped to [-1, 1], under the shipped names
+        self.scaling_layer = nn.Module()
+        self.scaling_layer.register_buffer('shift', torch.tensor([-0.030, -0.088, -0.188]).view(1, 3, 1, 1))
+        self.scaling_layer.register_buffer('scale', torch.tensor([0.458, 0.448, 0.450]).view(1, 3, 1, 1))
+        # the stack cut into slice1..slice5, each layer named by its index in the whole stack, so that parameters
+        # are named net.slice<k>.<index>.weight exactly as in the shipped state dict
+        self.net = nn.Sequential()
+        for k, (start, end) in enumerate(zip([0, *slice_ends], slice_ends), 1):
+            self.net.add_module(f'slice{k}', nn.Sequential(OrderedDict((str(i), layers[i]) for i in range(start, end))))
+        # lin<k>: a non-negative 1x1 conv weighting layer k's squared feature differences. Slot 0 of its `model`
+        # held dropout while the metric was trained; at use it is the identity (it keeps the key model.1.weight)
         for k, width in enumerate(widths):
-            self.add_module(f'lin{k}', LinearHead(width))
+            head = nn.Sequential(nn.Identity(), nn.Conv2d(width, 1, 1, bias=False))
+            self.add_module(f'lin{k}', nn.Sequential(OrderedDict(model=head)))
         state, where = load_weights(net, weights_path)
         expected = set(self.state_dict())
         if not isinstance(state, dict) or set(state) != expected:
@@ -168,14 +131,14 @@ class LPIPS(nn.Module):
         self.requires_grad_(False)
         self.eval()
 
-    def prepare(self, images):  # the caller upsamples to MIN_SIDE[net] (eval_vision.model_images)
-        images = images.expand(-1, 3, -1, -1)  # grey -> RGB (no copy)
-        return self.scaling_layer(2 * images - 1)
-
     def forward(self, x, y):
-        features = self.net(self.prepare(torch.cat([x, y])))  # one pass for both halves
+        images = torch.cat([x, y]).expand(-1, 3, -1, -1)  # one pass for both halves; grey -> RGB (no copy)
+        if images.shape[-1] < self.min_side:  # nearest: every pixel becomes a block of equal pixels
+            images = F.interpolate(images, scale_factor=math.ceil(self.min_side / images.shape[-1]), mode='nearest')
+        f = (2 * images - 1 - self.scaling_layer.shift) / self.scaling_layer.scale
         distance = 0
-        for k, f in enumerate(features):
+        for k, stage in enumerate(self.net):  # the features after each slice
+            f = stage(f)
             unit = f / (torch.linalg.vector_norm(f, dim=1, keepdim=True) + NORM_EPS)  # zero-safe gradient
             unit_x, unit_y = unit.chunk(2)
             distance = distance + getattr(self, f'lin{k}')((unit_x - unit_y) ** 2).mean(dim=(1, 2, 3))

@@ -29,13 +29,10 @@ DEFAULT_BUCKETS = (0, 1, 2, 4, 8, 16, 32, 64, 128)
 # evaluation batches: next-token prediction from a prefix only (Eq. 2, Fig. 3)
 
 def prefix_batch(x, style, bert_future='invisible'):
-    """A batch whose target rows predict x_{k+1} from BOS, x_1..x_k, for every k in 0..S-2.
-    'causal' / 'groups' do all k in one sequence (group ids 0,1,2,...). A masked model saw the visible tokens
-    bidirectionally in pretraining, so each prefix gets its own row ((B*(S-1), S) batch): prefix visible
-    (group 0), the target masked. The paper does not say what a one-stream BERT row holds after its target:
-    bert_future='invisible' leaves those positions out (PAD_GROUP); 'mask' keeps them, every one [MASK], so the
-    model sees how many positions follow but none of their tokens. 'mask' is for style 'bert' only (a two-stream
-    content stream has no [MASK]; causal / groups never look ahead)."""
+    """A batch whose target rows predict x_{k+1} from BOS, x_1..x_k, for every k in 0..S-2. A masked model saw the
+    visible tokens bidirectionally in pretraining, so each prefix gets its own row ((B*(S-1), S) batch). The paper
+    does not say what a one-stream BERT row holds after its target, hence bert_future; 'mask' shows the model how
+    many positions follow but none of their tokens (style 'bert' only: a content stream has no [MASK])."""
     B, S = x.shape[:2]
     if style == 'causal':
         return causal_batch(x)
@@ -67,8 +64,6 @@ def window_starts(n_tokens, block_size, max_tokens=0):
     """Token offsets of the windows to score: the consecutive, non-overlapping windows of data.text.iter_windows
     (BOS + block_size-1 tokens each), all of them, or an evenly spaced subset of about max_tokens scored targets,
     so that a bounded run still samples the whole split and not only its first document."""
-    if max_tokens < 0:
-        raise UsageError(f"max_tokens={max_tokens}: give a positive bound, or 0 for the whole split")
     span = block_size - 1
     n_windows = n_tokens // span
     if n_windows == 0:
@@ -95,26 +90,24 @@ def take_rows(batch, rows, width):
         part[key] = value
     return part
 
-def target_nll(model, batch):
-    logits, _ = model(**batch)
-    targets = batch['targets']
-    return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), reduction='none').view(targets.shape)
+def target_nll(model, batch, autocast=None):
+    """A batch built on the CPU -> the NLL of each of its targets, on the CPU (the model's own loss is their mean)."""
+    batch = to_device(batch, next(model.parameters()).device)
+    with autocast or nullcontext():
+        logits, _ = model(**{**batch, 'targets': None})
+        nll = F.cross_entropy(logits.float().flatten(0, 1), batch['targets'].flatten(), reduction='none')
+    return nll.view(batch['targets'].shape).cpu()
 
 @torch.no_grad()
 def score_windows(model, windows, style, rows_per_pass=1024, autocast=None, bert_future='invisible'):
     """windows: (B, S) token ids, conditioning token in column 0. Returns (B, S-1) float32 NLLs on the CPU,
     column k = -log p(x_{k+1} | x_0..x_k). At most rows_per_pass target rows (rows x vocab logits) per pass.
     bert_future: style 'bert' only, see prefix_batch."""
-    autocast = autocast or nullcontext()
-    device = next(model.parameters()).device
     B, S = windows.shape
     L = S - 1
     if style not in ROW_STYLES:  # every prefix of a window in one sequence
-        nll = []
-        for chunk in windows.split(max(1, rows_per_pass // L)):
-            with autocast:
-                nll.append(target_nll(model, to_device(prefix_batch(chunk, style, bert_future), device)).cpu())
-        return torch.cat(nll)
+        return torch.cat([target_nll(model, prefix_batch(chunk, style, bert_future), autocast)
+                          for chunk in windows.split(max(1, rows_per_pass // L))])
     # One row per (window, k). Passes take rows in order of k, so each pass holds similar prefix lengths, and
     # drop the input columns after the pass's last target: those are PAD_GROUP positions no real row sees, so
     # the scores are unchanged and the work is about halved. Not with bert_future='mask': there every row sees
@@ -125,8 +118,7 @@ def score_windows(model, windows, style, rows_per_pass=1024, autocast=None, bert
     nll = torch.empty(B * L)
     for rows in torch.argsort(k_of_row, stable=True).split(rows_per_pass):
         width = int(k_of_row[rows].max()) + 2 if trim else S
-        with autocast:
-            nll[rows] = target_nll(model, to_device(take_rows(batch, rows, width), device)).view(-1).cpu()
+        nll[rows] = target_nll(model, take_rows(batch, rows, width), autocast).view(-1)
     return nll.view(B, L)
 
 # -----------------------------------------------------------------------------
@@ -175,26 +167,24 @@ def check_buckets(edges):
                          "e.g. --buckets=(0,1,2,4,8,16,32,64,128)")
     return edges
 
-def perplexity(nll_sum, count):
-    """exp(mean NLL) over all scored targets (Eq. 2); nan when there are none."""
-    return math.exp(nll_sum / count) if count else float('nan')
+def mean_se(values):
+    """Mean and its standard error over the items (nan for fewer than two)."""
+    values = np.asarray(values, dtype=np.float64)
+    se = values.std(ddof=1) / math.sqrt(len(values)) if len(values) > 1 else float('nan')
+    return float(values.mean()), float(se)
 
 def bucket_table(nll_sum_by_k, count_by_k, edges):
-    """Per-k sums -> one dict per non-empty bucket [edges[i], edges[i+1]) (the last one open-ended), each with its
+    """Per-k sums -> one dict per bucket [edges[i], edges[i+1]) that holds a k (the last one open-ended), each with its
     target count, NLL sum, mean NLL and perplexity. The buckets partition k, so their sums add up to the total."""
     nll_sum_by_k, count_by_k = np.asarray(nll_sum_by_k, dtype=np.float64), np.asarray(count_by_k, dtype=np.int64)
     n_k = len(count_by_k)
+    edges = check_buckets(edges)
     table = []
-    for i, first in enumerate(check_buckets(edges)):
-        end = min(edges[i + 1], n_k) if i + 1 < len(edges) else n_k
+    for first, end in zip(edges, edges[1:] + (n_k,)):
         if first >= n_k:
             break
+        end = min(end, n_k)
         targets, nll_sum = int(count_by_k[first:end].sum()), float(nll_sum_by_k[first:end].sum())
-        if targets:
-            table.append(dict(k_first=first, k_last=end - 1, targets=targets, nll_sum=nll_sum,
-                              nll=nll_sum / targets, ppl=perplexity(nll_sum, targets)))
+        table.append(dict(k_first=first, k_last=end - 1, targets=targets, nll_sum=nll_sum, nll=nll_sum / targets,
+                          ppl=math.exp(nll_sum / targets)))
     return table
-
-def bucket_name(bucket):
-    first, last = bucket['k_first'], bucket['k_last']
-    return f"k={first}" if first == last else f"k={first}-{last}"

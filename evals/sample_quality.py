@@ -13,24 +13,17 @@ is below REPETITIVE_FRACTION of the held-out text's is flagged repetitive.
 
 The judge is a callable, so the tests can use an exact Markov chain instead of a Transformer:
   judge_nll(windows) -> (B, S-1) NLLs of (B, S) windows (BOS in column 0), column k = -log p(x_{k+1} | x_0..x_k),
-  the layout of evals.ppl.score_windows, which checkpoint_judge wraps.
+  the layout of evals.ppl.score_windows, through which sample.py reads its ar judge.
 """
-import math
-
 import numpy as np
 import torch
 
-from evals.ppl import score_windows
+from evals.ppl import mean_se
 
 # below this fraction of the held-out text's entropy, samples are repetitive. On the byte recipe (rope-pilot's ar,
 # 600 steps) temperature 0.8 kept 98% of the 3.11 nats of 127-byte held-out windows; a sample looping over
 # "the king, " keeps 2.16 nats, about two thirds
 REPETITIVE_FRACTION = 0.8
-
-
-def checkpoint_judge(model, style, autocast=None):
-    """A left-to-right checkpoint (prefix style 'causal' or 'groups': an exact likelihood) as a judge_nll callable."""
-    return lambda windows: score_windows(model, windows, style, autocast=autocast)
 
 
 def sample_nll(judge_nll, sequences, first):
@@ -52,13 +45,6 @@ def unigram_entropy(ids):
     counts = np.bincount(np.asarray(ids, dtype=np.int64))
     p = counts[counts > 0] / max(1, counts.sum())
     return float(-(p * np.log(p)).sum())
-
-
-def mean_se(values):
-    """Mean and its standard error over the items (nan for fewer than two)."""
-    values = np.asarray(values, dtype=np.float64)
-    se = values.std(ddof=1) / math.sqrt(len(values)) if len(values) > 1 else float('nan')
-    return float(values.mean()), float(se)
 
 
 def sample_quality(judge_nll, sequences, first, held_out):

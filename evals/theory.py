@@ -1,7 +1,5 @@
 """
-What theory.py computes, as functions (a script runs on import, so the tests call these): the toy model's
-co-occurrence spectra (Thm 4.2), the misalignment term (Thm 4.3), and the surrogates measured on trained
-features: connectivity (Fig. 2, App. B.2), effective rank (MAE-LM Sec. 2.2), masked loss by mask ratio.
+What theory.py computes, as functions (a script runs on import, so the tests call these).
 
 Toy model (Sec. 4.1.2): r classes, length s, position k of a class-y sample is one of T tokens unique to (k, y)
 (vocabulary s*T*r; the paper prints the token set as {kTr + y*j}, which overlaps across classes, while its proof
@@ -21,78 +19,59 @@ from configurator import UsageError
 from output import progress as progress_bar
 
 # -----------------------------------------------------------------------------
-# toy model of Thm 4.2: which positions are visible, and which position is the target
-
-def check_toy(objective, r, s, T, visible=(), t=None):
-    if min(r, T) < 1 or s < 2:
-        raise UsageError(f"toy needs r >= 1, T >= 1, s >= 2; got r={r}, s={s}, T={T}")
-    if objective in ('mlm', 'vm'):
-        if not visible or any(not 1 <= v <= s - 1 for v in visible) or len(set(visible)) != len(visible):
-            raise UsageError(f"--visible must be distinct numbers of visible tokens s_m in 1..{s - 1} (s={s}), "
-                             f"got {list(visible)}")
-        if objective == 'mlm' and len(visible) != 1:
-            raise UsageError(f"mlm takes one --visible value, got {list(visible)}: use --objective=vm for a set")
-    elif objective in ('ar', 'dar'):
-        if objective == 'dar' and (t is None or t < 1):
-            raise UsageError(f"dar needs --t >= 1 (the number of next positions a prefix predicts), got {t}")
-    else:
-        raise UsageError(f"unknown objective {objective!r}: choose ar, dar, mlm or vm")
-
-def toy_patterns(objective, s, visible=(), t=None):
-    """{visible positions: (P(that set), {target position: P(target | set)})}, positions 0..s-1."""
-    t = 1 if objective == 'ar' else t
-    patterns = {}
-    if objective in ('ar', 'dar'):  # prefix length i ~ U{0..s-1}; target ~ U over the next min(t, s - i)
-        for i in range(s):
-            targets = range(i, min(i + t, s))
-            patterns[tuple(range(i))] = (1 / s, {k: 1 / len(targets) for k in targets})
-        return patterns
-    for s_m in visible:  # vm: s_m ~ U(visible); then a uniform visible set, target uniform among the masked
-        for seen in itertools.combinations(range(s), s_m):
-            masked = [k for k in range(s) if k not in seen]
-            patterns[seen] = (1 / (len(visible) * math.comb(s, s_m)), {k: 1 / len(masked) for k in masked})
-    return patterns
+# toy model of Thm 4.2: one class block of A (which positions are visible, which is the target), its spectrum
 
 def toy_size(objective, s, T, visible=()):
     """(rows, cols) of one class block of A, counted without enumerating."""
     if objective in ('ar', 'dar'):
-        rows = sum(T ** i for i in range(s))
-    else:
-        rows = sum(math.comb(s, s_m) * T ** s_m for s_m in visible)
-    return rows, s * T
+        return sum(T ** i for i in range(s)), s * T  # one prefix of each length i < s
+    return sum(math.comb(s, s_m) * T ** s_m for s_m in visible), s * T
 
 def toy_block(objective, r, s, T, visible=(), t=None, max_entries=2 * 10 ** 7):
     """One class block of the co-occurrence matrix A (its entries carry the class probability 1/r).
 
     Rows: (visible set, tokens on it), token tuples in base-T order; columns: target (position k, token) at k*T + tok.
     A[text, target] = P(class) P(set) T^-|set| P(k | set) / T, since positions are independent and uniform."""
-    check_toy(objective, r, s, T, visible, t)
+    if min(r, T) < 1 or s < 2:
+        raise UsageError(f"toy needs r >= 1, T >= 1, s >= 2; got r={r}, s={s}, T={T}")
+    if objective not in ('ar', 'dar', 'mlm', 'vm'):
+        raise UsageError(f"unknown objective {objective!r}: choose ar, dar, mlm or vm")
+    if objective == 'dar' and (t is None or t < 1):
+        raise UsageError(f"dar needs --t >= 1 (the number of next positions a prefix predicts), got {t}")
+    if objective in ('mlm', 'vm') and (not visible or any(not 1 <= v <= s - 1 for v in visible)
+                                       or len(set(visible)) != len(visible)):
+        raise UsageError(f"--visible must be distinct numbers of visible tokens s_m in 1..{s - 1} (s={s}), "
+                         f"got {list(visible)}")
+    if objective == 'mlm' and len(visible) != 1:
+        raise UsageError(f"mlm takes one --visible value, got {list(visible)}: use --objective=vm for a set")
     rows, cols = toy_size(objective, s, T, visible)
     if rows * cols > max_entries:
         raise UsageError(f"toy enumeration too large: one class block of A is {rows} x {cols} = {rows * cols} "
                          f"entries ({rows * cols * 8 / 1e6:.1f} MB float64; all of A is {r * rows} x {r * cols}): "
                          f"lower --s / --T or raise --max_entries (now {max_entries})")
+    if objective in ('ar', 'dar'):  # prefix length i ~ U{0..s-1}; target ~ U over the next min(t, s - i)
+        t = 1 if objective == 'ar' else t
+        patterns = [(i, 1 / s, range(i, min(i + t, s))) for i in range(s)]
+    else:  # vm: s_m ~ U(visible); then a uniform visible set, target uniform among the masked
+        patterns = [(s_m, 1 / (len(visible) * math.comb(s, s_m)), [k for k in range(s) if k not in seen])
+                    for s_m in visible for seen in itertools.combinations(range(s), s_m)]
     block = np.zeros((rows, cols))
     offset = 0
-    for seen, (p_seen, targets) in toy_patterns(objective, s, visible, t).items():
-        n_texts = T ** len(seen)
-        for k, p_target in targets.items():
-            block[offset:offset + n_texts, k * T:(k + 1) * T] = p_seen * p_target / (r * n_texts * T)
+    for n_seen, p_seen, targets in patterns:  # the rows of one visible set, then the next
+        n_texts = T ** n_seen
+        for k in targets:
+            block[offset:offset + n_texts, k * T:(k + 1) * T] = p_seen * (1 / len(targets)) / (r * n_texts * T)
         offset += n_texts
     return block
 
 def normalised(block):
-    """A_bar = A / sqrt(P_C P_G^T) (Thm 3.1); rows / columns of zero mass carry no edge and are dropped."""
-    p_c, p_g = block.sum(1), block.sum(0)
-    block = block[p_c > 0][:, p_g > 0]
-    return block / np.sqrt(np.outer(p_c[p_c > 0], p_g[p_g > 0]))
+    """A_bar = A / sqrt(P_C P_G^T) (Thm 3.1). Every text has a target and every token is one, so no mass is 0."""
+    return block / np.sqrt(np.outer(block.sum(1), block.sum(0)))
 
 def toy_spectrum(objective, r, s, T, visible=(), t=None, max_entries=2 * 10 ** 7):
-    """All singular values of A_bar (descending), merged over the r identical class blocks."""
+    """All singular values of A_bar (descending), each repeated for the r identical class blocks."""
     block = toy_block(objective, r, s, T, visible, t, max_entries)
-    sigma = np.linalg.svd(normalised(block), compute_uv=False)
-    sigma = np.concatenate([sigma, np.zeros(min(block.shape) - len(sigma))])
-    return np.sort(np.repeat(sigma, r))[::-1]
+    return np.repeat(np.linalg.svd(normalised(block), compute_uv=False), r)
 
 def closed_form(objective, r, s, T, visible=()):
     """Thm 4.2: ar 1 up to r*s; mlm 1 up to r, then sqrt(s_m / ((s - s_m)(s - 1))) up to r*s; 0 beyond.
@@ -100,13 +79,9 @@ def closed_form(objective, r, s, T, visible=()):
     average of the mlm Gram matrices, which share eigenvectors: sigma^2 = mean over s_m. dar has none."""
     if objective == 'dar':
         return None
-    n = r * min(toy_size(objective, s, T, visible)[0], s * T)
-    sigma = np.zeros(n)
-    if objective == 'ar':
-        sigma[:r * s] = 1.0
-    else:
-        sigma[:r * s] = math.sqrt(np.mean([s_m / ((s - s_m) * (s - 1)) for s_m in visible]))
-        sigma[:r] = 1.0
+    sigma = np.zeros(r * min(toy_size(objective, s, T, visible)[0], s * T))
+    sigma[:r * s] = 1.0 if objective == 'ar' else math.sqrt(np.mean([s_m / ((s - s_m) * (s - 1)) for s_m in visible]))
+    sigma[:r] = 1.0
     return sigma
 
 def tail_sigma4(sigma, r):
@@ -123,24 +98,19 @@ def toy_report(objective, r, s, T, visible=(), t=None, max_entries=2 * 10 ** 7):
             'closed_form': None if exact is None else exact.tolist(),
             'max_abs_diff': None if exact is None else float(np.max(np.abs(sigma - exact)))}
 
-def toy_label(objective, visible=(), t=None):
-    return {'ar': 'ar', 'dar': f'dar t={t}', 'mlm': f'mlm s_m={visible[0] if visible else "?"}',
-            'vm': 'vm s_m in {' + ','.join(map(str, visible)) + '}'}[objective]
-
 # -----------------------------------------------------------------------------
 # Thm 4.3: the misalignment w_k = (s(1-rho))^3 - (k-1)^3 between the pretraining visible length and a prefix
 
-def misalignment(s, rho_range, nodes=16):
-    """Per target index k = 1..s (prefix length k-1): w_k and the bound's length term w_k^2 / (k-1)^6 (k >= 2),
-    plus Eq. 4's length part sum_{k>=2} w_k^2 / (k-1)^6 / (2 s (1 - rho)). For a vm range [a, b] every quantity is
-    averaged over rho ~ U[a, b] (Gauss-Legendre, exact for these polynomials in rho); a == b is fixed rho.
-    w_k < 0 once the prefix outgrows the visible set (k - 1 > s(1 - rho)), where the proof's premise (prefix
-    inside the visible set) fails; it is reported as the formula gives it."""
+def misalignment(s, rho_range):
+    """Per target index k = 1..s (prefix length k-1): w_k, the bound's length term (k >= 2) and Eq. 4's length part.
+    A vm range [a, b] averages each over rho ~ U[a, b] (16-node Gauss-Legendre); a == b is a fixed rho. w_k < 0 once
+    the prefix outgrows the visible set (k - 1 > s(1 - rho)), where the proof's premise (prefix inside the visible
+    set) fails; it is reported as the formula gives it."""
     low, high = rho_range
     if not 0 <= low <= high < 1:
         raise UsageError(f"mask ratios must satisfy 0 <= a <= b < 1, got {rho_range}")
     if high > low:
-        x, weight = np.polynomial.legendre.leggauss(nodes)
+        x, weight = np.polynomial.legendre.leggauss(16)
         rhos, weights = low + (high - low) * (x + 1) / 2, weight / 2
     else:
         rhos, weights = np.array([low]), np.array([1.0])
@@ -172,40 +142,30 @@ def connectivity_rows(features, cosine=False, centred=False):
     rows = rows - rows.mean(axis=0) if centred else rows
     return rows / np.linalg.norm(rows, axis=1, keepdims=True).clip(1e-12) if cosine else rows
 
-def effective_rank(matrix=None, tau=0.9, gram=None):
-    """rank_tau (MAE-LM Sec. 2.2): the smallest k whose top-k squared singular values hold a fraction tau.
-    Takes H (n, d), or its Gram H^T H, whose eigenvalues are those squared singular values."""
-    if not 0 < tau <= 1:
-        raise UsageError(f"tau must lie in (0, 1], got {tau}")
-    gram = np.asarray(matrix, np.float64).T @ np.asarray(matrix, np.float64) if gram is None else gram
+def effective_rank(gram, tau=0.9):
+    """rank_tau (MAE-LM Sec. 2.2) of H (n, d), from its Gram H^T H (accumulated batch by batch), whose eigenvalues are
+    H's squared singular values: the smallest k whose top k of them hold a fraction tau."""
     power = np.clip(np.linalg.eigvalsh(gram)[::-1], 0, None)
     share = np.cumsum(power) / power.sum()
     return int(np.searchsorted(share, tau - 1e-12) + 1)
 
 def text_windows(data_dir, block_size, num_samples, tokenizer='gpt2'):
     """(N, block_size) ids: BOS then block_size - 1 tokens of <data_dir>/val.bin, evenly spaced windows."""
-    from data.text import TOKENIZERS, load_tokens
+    from data.text import TOKENIZERS, load_tokens, with_bos
     data = load_tokens(data_dir, 'val', tokenizer)  # one clear line if missing, broken or of another tokenizer
     length = block_size - 1
     if len(data) < length:
         raise UsageError(f"{data_dir}/val.bin has {len(data)} tokens, fewer than one window of {length}: "
                          "use more held-out text")
     starts = np.linspace(0, len(data) - length, num_samples).astype(np.int64)
-    windows = np.stack([data[i:i + length] for i in starts]).astype(np.int64)
-    return np.concatenate([np.full((num_samples, 1), TOKENIZERS[tokenizer][1], np.int64), windows], axis=1)
-
-def content_groups(attention, content):
-    """Groups of (B, S) full windows that give a checkpoint its pretraining attention, as eval_glue.py does:
-    0,1,2,... (causal) or all 0 (bidirectional). Without them every checkpoint would be read bidirectionally."""
-    import torch
-    B, S = content.shape[:2]
-    if attention == 'bidirectional':
-        return torch.zeros(B, S, dtype=torch.long, device=content.device)
-    return torch.arange(S, device=content.device).expand(B, S)
+    return with_bos(data[starts[:, None] + np.arange(length)], TOKENIZERS[tokenizer][1]).numpy()
 
 def encode_windows(model, content, attention, content_masked=None, all_layers=False):
-    """Per-position content-stream features of (B, S) windows under the checkpoint's own attention."""
-    return model.features(content, content_groups=content_groups(attention, content),
+    """Per-position content-stream features of (B, S) windows under the checkpoint's own attention, as eval_glue.py
+    reads them: groups 0,1,2,... if causal, else none (all 0). Without them every checkpoint reads bidirectionally."""
+    import torch
+    groups = torch.arange(content.shape[1], device=content.device).expand(content.shape)
+    return model.features(content, content_groups=groups if attention == 'causal' else None,
                           content_masked=content_masked, all_layers=all_layers)
 
 def encoding(attention, pooling='auto'):
@@ -230,8 +190,7 @@ def layer_ranks(model, windows, attention, tau=0.9, mask_ratio=0.15, seed=0, bat
                 progress=True):
     """rank_tau per layer of token representations (MAE-LM Fig. 1a / 5a), from per-layer Gram matrices:
     'without_mask' all real tokens of clean inputs; 'with_mask_all' all tokens when mask_ratio of them are
-    [MASK] (MAE-LM's H^l); 'with_mask_real' only the unmasked tokens of those inputs. BOS is never counted.
-    The checkpoint attends as in pretraining."""
+    [MASK] (MAE-LM's H^l); 'with_mask_real' only the unmasked tokens of those inputs. BOS is never counted."""
     import torch
     generator = np.random.default_rng(seed)
     d, L = model.config.n_embd, model.config.n_layer
@@ -240,22 +199,20 @@ def layer_ranks(model, windows, attention, tau=0.9, mask_ratio=0.15, seed=0, bat
         content = torch.as_tensor(windows[start:start + batch_size], device=device)
         masked = generator.random(content.shape) < mask_ratio
         masked[:, 0] = False
-        masked_t = torch.as_tensor(masked, device=device)
         clean = encode_windows(model, content, attention, all_layers=True)
-        with_mask = encode_windows(model, content, attention, content_masked=masked_t, all_layers=True)
-        for layer in range(L):
-            for name, hidden, rows in (('without_mask', clean, None), ('with_mask_all', with_mask, None),
-                                       ('with_mask_real', with_mask, ~masked)):
-                h = hidden[layer][:, 1:].double().cpu().numpy()
-                h = h.reshape(-1, d) if rows is None else h[rows[:, 1:]]
+        with_mask = encode_windows(model, content, attention, torch.as_tensor(masked, device=device), all_layers=True)
+        every = np.ones_like(masked[:, 1:])
+        for name, hidden, rows in (('without_mask', clean, every), ('with_mask_all', with_mask, every),
+                                   ('with_mask_real', with_mask, ~masked[:, 1:])):
+            for layer in range(L):
+                h = hidden[layer][:, 1:].double().cpu().numpy()[rows]
                 grams[name][layer] += h.T @ h
-    return {name: [effective_rank(gram=g, tau=tau) for g in grams[name]] for name in grams}
+    return {name: [effective_rank(g, tau) for g in grams[name]] for name in grams}
 
 def masked_loss_by_ratio(model, windows, two_stream, ratios, seed=0, batch_size=64, device='cpu', progress=True):
-    """{rho: (mean cross-entropy over the masked tokens, their count)} with round(rho L) tokens of each window masked.
-    Thm 4.3: a model trained on one range of visible fractions is misaligned at the others, so this curve, taken past
-    the training range, is the misalignment measured. One seeded draw per ratio: one- and two-stream checkpoints
-    are scored on the same masked positions (their batches draw the groups alike), i.e. on the same targets."""
+    """{rho: (mean cross-entropy over the masked tokens, their count)} with round(rho L) tokens of each window masked
+    (Thm 4.3's misalignment, measured). One seeded draw per ratio: one- and two-stream checkpoints are scored on the
+    same masked positions (their batches draw the groups alike), i.e. on the same targets."""
     import torch
     from objectives import Objective, to_device
     losses = {}

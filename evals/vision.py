@@ -9,6 +9,7 @@ A sequence is (B, 1 + N, C*p*p): a zero slot at row 0 (the model puts its CLS ve
 raster order, exactly what train.py feeds the model.
 """
 import math
+from collections import OrderedDict
 
 import numpy as np
 import torch
@@ -35,9 +36,7 @@ def to_sequence(pixels, patch_size):
 
 def pool_rows(hidden, pooling):
     """(B, S, d) -> (B, d): mean over the patch rows (MAE's global pool), or the CLS row."""
-    if pooling == 'mean':
-        return hidden[:, 1:].mean(dim=1)
-    return hidden[:, 0]  # 'cls': check_pool vetted the name
+    return hidden[:, 1:].mean(dim=1) if pooling == 'mean' else hidden[:, 0]  # check_pool vetted the name
 
 
 def check_pool(pooling, groups):
@@ -51,35 +50,29 @@ def check_pool(pooling, groups):
 @torch.no_grad()
 def encode(model, seqs, groups, pooling):
     """Frozen pooled features of (B, S, D) sequences, every row encoded with the (S,) content groups."""
-    B, S = seqs.shape[:2]
-    positions = torch.arange(S, device=seqs.device).expand(B, S)
-    hidden = model.features(seqs, positions, groups.to(seqs.device).expand(B, S))
+    hidden = model.features(seqs, content_groups=groups.to(seqs.device).expand(seqs.shape[:2]))
     return pool_rows(hidden, pooling).float()
 
 # -----------------------------------------------------------------------------
 # linear probe (MAE protocol; SGD with momentum stands in for LARS)
 
-class LinearProbe(nn.Module):
-    """BatchNorm1d without affine (a parameter-free whitening of each feature) + a linear classifier."""
-
-    def __init__(self, dim, num_classes):
-        super().__init__()
-        self.norm = nn.BatchNorm1d(dim, affine=False, eps=1e-6)
-        self.head = nn.Linear(dim, num_classes)
-        nn.init.normal_(self.head.weight, std=0.01)  # MAE's head init
-        nn.init.zeros_(self.head.bias)
-
-    def forward(self, features):
-        return self.head(self.norm(features))
+def classifier_head(dim, num_classes):
+    """A linear classifier with MAE's head init."""
+    head = nn.Linear(dim, num_classes)
+    nn.init.normal_(head.weight, std=0.01)
+    nn.init.zeros_(head.bias)
+    return head
 
 
 def train_linear_probe(features, labels, num_classes, epochs, batch_size, learning_rate, warmup_epochs=0,
                        weight_decay=0.0, seed=0):
-    """A LinearProbe fitted on cached frozen features (n, d) with cross-entropy; returned in eval mode."""
+    """BatchNorm1d without affine (a parameter-free whitening of each feature) + a linear classifier, fitted on
+    cached frozen features (n, d) with cross-entropy; returned in eval mode."""
     if len(features) < 2:
         raise UsageError(f"a linear probe needs at least 2 training images, got {len(features)}")
     torch.manual_seed(seed)
-    probe = LinearProbe(features.shape[1], num_classes)
+    probe = nn.Sequential(OrderedDict(norm=nn.BatchNorm1d(features.shape[1], affine=False, eps=1e-6),
+                                      head=classifier_head(features.shape[1], num_classes)))
     optimizer = torch.optim.SGD(probe.parameters(), lr=learning_rate, momentum=0.9, weight_decay=weight_decay)
     generator = torch.Generator().manual_seed(seed)
     steps_per_epoch = math.ceil(len(features) / batch_size)
@@ -107,9 +100,8 @@ def train_linear_probe(features, labels, num_classes, epochs, batch_size, learni
     return probe.eval()
 
 
-@torch.no_grad()
-def accuracy(logits, labels):
-    return float((logits.argmax(dim=-1) == labels).float().mean()) if len(labels) else float('nan')
+def accuracy(logits, labels):  # nan for no labels
+    return float((logits.argmax(dim=-1) == labels).float().mean())
 
 # -----------------------------------------------------------------------------
 # fine-tuning: every weight trained, every mask dropped, soft targets
@@ -121,19 +113,15 @@ class ImageClassifier(nn.Module):
 
     def __init__(self, model, num_classes, pooling='mean'):
         super().__init__()
-        check_pool(pooling, torch.zeros(1, dtype=torch.long))
         self.model, self.pooling = model, pooling
         self.norm = nn.LayerNorm(model.config.n_embd)
-        self.head = nn.Linear(model.config.n_embd, num_classes)
-        nn.init.normal_(self.head.weight, std=0.01)
-        nn.init.zeros_(self.head.bias)
+        self.head = classifier_head(model.config.n_embd, num_classes)
         for p in (model.query_emb, model.mask_emb, *model.pixel_head.parameters()):
             p.requires_grad_(False)
 
     def forward(self, seqs):
-        B, S = seqs.shape[:2]
-        positions = torch.arange(S, device=seqs.device).expand(B, S)
-        hidden = self.model.trunk(seqs, positions, torch.zeros_like(positions))
+        positions = torch.arange(seqs.shape[1], device=seqs.device).expand(seqs.shape[:2])
+        hidden = self.model.trunk(seqs, positions, torch.zeros_like(positions))  # features() is no_grad
         return self.head(self.norm(pool_rows(hidden, self.pooling)))
 
 
@@ -162,18 +150,15 @@ def layer_decay_groups(classifier, weight_decay, layer_decay):
     for name, p in classifier.named_parameters():
         if not p.requires_grad:
             continue
-        parts = name.split('.')
         if name.startswith('model.blocks.'):
-            depth = int(parts[2]) + 1
+            depth = int(name.split('.')[2]) + 1
         elif name.startswith(('model.patch_embed', 'model.cls_emb', 'model.wte', 'model.wpe')):
             depth = 0
         else:
             depth = n_layer + 1
         decay = weight_decay if p.dim() >= 2 else 0.0
-        key = (depth, decay)
-        if key not in groups:
-            groups[key] = {'params': [], 'weight_decay': decay, 'lr_scale': layer_decay ** (n_layer + 1 - depth)}
-        groups[key]['params'].append(p)
+        groups.setdefault((depth, decay), {'params': [], 'weight_decay': decay,
+                                           'lr_scale': layer_decay ** (n_layer + 1 - depth)})['params'].append(p)
     return list(groups.values())
 
 # -----------------------------------------------------------------------------
@@ -222,28 +207,21 @@ def fill_step_batch(current, order, step, style):
                        query_groups=torch.full_like(target, step + 1))
 
 
-def visible_patch_stats(seqs, masked):
-    """Per image: mean over the visible patches of each patch's pixel mean and (unbiased) variance. A model
-    trained with norm_pix_loss predicts normalised pixels; we de-normalise with these, never with the masked
-    patch's own statistics (that would read its ground truth)."""
-    patches, visible = seqs[:, 1:], (~masked[:, 1:]).float()
-    count = visible.sum(dim=1, keepdim=True).clamp(min=1)
-    mean = (patches.mean(dim=-1) * visible).sum(dim=1, keepdim=True) / count
-    var = (patches.var(dim=-1) * visible).sum(dim=1, keepdim=True) / count
-    return mean, var
-
-
 @torch.no_grad()
 def reconstruct(model, seqs, order, style, norm_pix=False):
     """Fill the patches at `order` (B, M) one at a time; returns (B, S, D) with the visible patches of seqs and
     the model's fills (clamped to the pixel range [0, 1]; each becomes visible content for later steps)."""
     if style == 'causal':  # a causal model can only continue the raster scan
         order = order.sort(dim=1).values
-    masked = torch.zeros(seqs.shape[:2], dtype=torch.bool, device=seqs.device)
-    masked.scatter_(1, order, True)
+    masked = torch.zeros(seqs.shape[:2], dtype=torch.bool, device=seqs.device).scatter_(1, order, True)
     current = seqs.masked_fill(masked[..., None], 0.0)
+    # a norm_pix_loss model predicts normalised pixels: de-normalise them with the mean over the visible patches of
+    # each patch's pixel mean and (unbiased) variance, never with the masked patch's own (that reads its truth)
     if norm_pix:
-        mean, var = visible_patch_stats(seqs, masked)
+        patches, visible = seqs[:, 1:], (~masked[:, 1:]).float()
+        count = visible.sum(dim=1, keepdim=True).clamp(min=1)
+        mean = (patches.mean(dim=-1) * visible).sum(dim=1, keepdim=True) / count
+        var = (patches.var(dim=-1) * visible).sum(dim=1, keepdim=True) / count
     rows = torch.arange(seqs.shape[0], device=seqs.device)
     for step in range(order.shape[1]):
         preds, _ = model(**fill_step_batch(current, order, step, style))
@@ -256,8 +234,7 @@ def reconstruct(model, seqs, order, style, norm_pix=False):
 
 def mean_fill(seqs, order):
     """The trivial baseline: every masked pixel set to the mean of the image's visible pixels."""
-    masked = torch.zeros(seqs.shape[:2], dtype=torch.bool, device=seqs.device)
-    masked.scatter_(1, order, True)
+    masked = torch.zeros(seqs.shape[:2], dtype=torch.bool, device=seqs.device).scatter_(1, order, True)
     visible = (~masked[:, 1:]).float()[..., None]
     mean = (seqs[:, 1:] * visible).sum(dim=(1, 2)) / (visible.sum(dim=(1, 2)) * seqs.shape[-1])
     return torch.where(masked[..., None], mean[:, None, None], seqs)
@@ -270,11 +247,10 @@ def masked_l2(filled, seqs, order):
 
 
 def save_grid(path, seqs, filled, order, patch_size, channels, scale=4):
-    """PNG, one image a row: original | masked (holes coloured) | filled. Written atomically."""
-    masked = torch.zeros(seqs.shape[:2], dtype=torch.bool)
-    masked.scatter_(1, order.cpu(), True)
-    images = [unpatchify(x[:, 1:].float().cpu(), patch_size, channels) for x in (seqs, filled)]
-    original, filled_image = (x.expand(-1, 3, -1, -1) if channels == 1 else x for x in images)
+    """PNG of CPU tensors, one image a row: original | masked (holes coloured) | filled. Written atomically."""
+    masked = torch.zeros(seqs.shape[:2], dtype=torch.bool).scatter_(1, order, True)
+    original, filled_image = (unpatchify(x[:, 1:].float(), patch_size, channels).expand(-1, 3, -1, -1)
+                              for x in (seqs, filled))  # grey -> RGB
     per_pixel = masked[:, 1:, None].float().expand(-1, -1, patch_size ** 2)
     hole_pixels = unpatchify(per_pixel, patch_size, 1).bool()
     holes = torch.where(hole_pixels, torch.tensor(HOLE_COLOR).view(1, 3, 1, 1), original)

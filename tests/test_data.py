@@ -105,7 +105,7 @@ def test_fetch_ranks_extracts_and_checks_the_sdist_member(tmp_path):
     good = fake_sdist(tmp_path / "good", text.RANKS_FILE.read_bytes())
     assert text.fetch_ranks(good) == good and good.read_bytes() == text.RANKS_FILE.read_bytes()
     bad = fake_sdist(tmp_path / "bad", b"SGVsbG8= 0\n")
-    with pytest.raises(RuntimeError, match="wrong sha256"):
+    with pytest.raises(UsageError, match="wrong sha256"):
         text.fetch_ranks(bad)
     assert not bad.exists()
 

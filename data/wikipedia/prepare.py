@@ -13,22 +13,22 @@ stripped (strip_wiki_markup below) and the reference-list sections dropped.
 
 import bz2
 import html
+import io
 import re
-import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ElementTree
-import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.text import`
 
-from configurator import UsageError, configure, one_line_errors
-from data.text import CACHE_DIR, corpus_dir, write_corpus
+from configurator import configure, one_line_errors
+from data.fetch import CACHE_DIR, pip_archive, read_members
+from data.text import corpus_dir, write_corpus
 
-GENSIM = "gensim==4.4.0"
 # pinned platform: every gensim 4.4.0 wheel carries the same test data, so fetch one known file anywhere
-PIP_PLATFORM = ["--platform", "manylinux_2_28_x86_64", "--python-version", "3.11", "--only-binary", ":all:"]
+WHEEL = ("gensim==4.4.0", "gensim-4.4.0-*.whl",
+         ["--platform", "manylinux_2_28_x86_64", "--python-version", "3.11", "--only-binary", ":all:"])
 DUMP_MEMBER = "gensim/test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 # sections that are lists of citations or links, not prose
 SKIPPED_SECTIONS = {"references", "external links", "see also", "further reading", "notes", "bibliography",
@@ -145,30 +145,15 @@ def read_articles(dump_file):
         element.clear()
 
 
-def fetch_wheel(cache_dir):
-    """The gensim wheel in cache_dir, downloaded with pip (registry only) if it is not there yet."""
-    cache_dir = Path(cache_dir)
-    wheels = sorted(cache_dir.glob("gensim-4.4.0-*.whl"))
-    if not wheels:
-        print(f"fetching the {GENSIM} wheel into {cache_dir} (its test data holds the articles)")
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", *PIP_PLATFORM, GENSIM, "-d", str(cache_dir)]
-        result = subprocess.run(command, capture_output=True, text=True)
-        wheels = sorted(cache_dir.glob("gensim-4.4.0-*.whl"))
-        if result.returncode != 0 or not wheels:
-            raise UsageError(f"could not download {GENSIM} with pip; with network run "
-                             f"`python -m pip download --no-deps {' '.join(PIP_PLATFORM)} {GENSIM} -d {cache_dir}`")
-    return wheels[-1]
-
-
 if __name__ == "__main__":  # imported (tests/test_data.py), it only defines the markup stripper
     one_line_errors("data/wikipedia/prepare.py")
     configure(globals(), sys.argv[1:])
     started = time.time()
-    with zipfile.ZipFile(fetch_wheel(cache_dir)) as archive, archive.open(DUMP_MEMBER) as compressed, \
-            bz2.open(compressed) as dump:
-        articles = [f"{title}\n\n{strip_wiki_markup(wikitext)}" for title, wikitext in read_articles(dump)]
+    compressed = read_members(pip_archive(*WHEEL, cache_dir), {DUMP_MEMBER: None})[DUMP_MEMBER]
+    dump = io.BytesIO(bz2.decompress(compressed))
+    articles = [f"{title}\n\n{strip_wiki_markup(wikitext)}" for title, wikitext in read_articles(dump)]
     print(f"{len(articles)} articles ({sum(map(len, articles)):,} characters of plain text)")
     write_corpus(out_dir or corpus_dir(Path(__file__).resolve().parent, tokenizer), [], articles,
-                 source=f"English Wikipedia (CC BY-SA), {len(articles)} articles from the {GENSIM} wheel's "
+                 source=f"English Wikipedia (CC BY-SA), {len(articles)} articles from the {WHEEL[0]} wheel's "
                         f"{DUMP_MEMBER.rsplit('/', 1)[-1]}", tokenizer=tokenizer)
     print(f"done in {time.time() - started:.1f}s")

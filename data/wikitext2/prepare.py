@@ -21,7 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.text import`
 
 from configurator import UsageError, configure, one_line_errors
-from data.text import download, write_corpus
+from data.fetch import download
+from data.text import write_corpus
 
 HERE = Path(__file__).resolve().parent
 SPLIT_FILES = {"train": "wiki.train.raw", "val": "wiki.valid.raw", "test": "wiki.test.raw"}
