@@ -258,10 +258,33 @@ def test_the_script_end_to_end(tmp_path):
 RECORD = os.path.join(ROOT, 'experiments', 'vision')
 
 
-@pytest.mark.skipif(not os.path.exists(os.path.join(RECORD, 'tables.md')),
-                    reason='no record yet: the registered runs have not started (bash experiments/vision.sh)')
 def test_the_record_regenerates_its_tables(tmp_path):
+    """tables.md, the CSVs and the plots (the probe against t, the reconstruction errors, the grid) from the runs."""
     vision.report(RECORD, str(tmp_path))
     for name in sorted(os.listdir(RECORD)):
-        if name.endswith(('.md', '.csv')):
-            assert (tmp_path / name).read_text() == open(os.path.join(RECORD, name)).read(), name
+        if name.endswith(('.md', '.csv', '.png')):
+            assert (tmp_path / name).read_bytes() == open(os.path.join(RECORD, name), 'rb').read(), name
+
+
+def test_the_readmes_quote_the_record():
+    """experiments/README.md holds tables.md's row of every registered comparison and its verdicts; README.md's image
+    rows carry tables.md's numbers."""
+    tables = open(os.path.join(RECORD, 'tables.md')).read()
+    section = open(os.path.join(ROOT, 'experiments', 'README.md')).read().split('## Vision')[1].split('\n## ')[0]
+    rows = [line for line in tables.split('## Registered comparisons')[1].splitlines() if line.startswith('| V')]
+    assert len(rows) == 13 and all(row in section for row in rows)
+    verdicts = {name: tables.split(f'**{name}**')[1].split('- verdict: ')[1].split('\n')[0] for name in
+                ('V1', 'V2', 'V3', 'V4')}
+    for name, verdict in verdicts.items():
+        assert f'**{name} {verdict}**' in ' '.join(section.split()), name
+
+    def comparison(name):
+        row = next(row for row in rows if row.startswith(f'| {name} ')).split(' | ')
+        return row[2], row[3]
+    readme = open(os.path.join(ROOT, 'README.md')).read()
+    probe, finetune, l2 = comparison('V1a'), comparison('V1c'), comparison('V2a')
+    assert f"probe {probe[0]} (p {probe[1]}), fine-tune {finetune[0]} (p {finetune[1]})" in readme
+    assert f"L2 below mae 0.75 (p {l2[1]}, 5 of 5 seeds)" in readme
+    by_t = [line.split(' | ')[1].split(' ±')[0] for line in tables.split('## Table 9')[1].split('## Table 8')[0]
+            .splitlines() if re.match(r'\| [1-4] \|', line)]
+    assert f"probe by t: {', '.join(by_t)}; gvp - ar {comparison('V4a')[0]}" in readme
