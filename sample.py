@@ -37,7 +37,7 @@ from data import dataset_dir
 from data.text import TOKENIZERS, get_tokenizer, load_tokens
 from devices import pick_attn_backend, setup_processes
 from evals.any_order import model_log_probs, propose, unmask
-from evals.ppl import BERT_FUTURES, ROW_STYLES, gather_windows, prefix_batch, score_windows, take_rows, window_starts
+from evals.ppl import ROW_STYLES, gather_windows, prefix_batch, score_windows, take_rows, window_starts
 from evals.sample_quality import sample_quality
 from objectives import to_device
 from output import atomic_write
@@ -49,7 +49,6 @@ num_samples = 1
 max_new_tokens = 200
 temperature = 0.8           # < 1 sharper, > 1 flatter
 top_k = 0                   # sample among the k likeliest tokens only; 0 = all, 1 = the likeliest (greedy)
-bert_future = 'invisible'   # one-stream BERT checkpoints: the positions after the next one left out or [MASK]
 order = 'auto'              # 'left_to_right' (any checkpoint), or for masked ones 'random' / 'confident' unmasking;
                             # auto = random for masked checkpoints, left_to_right for the others
 tokens_per_step = 1         # unmasking: positions filled per forward pass
@@ -77,8 +76,6 @@ check_ranges(globals(), {'num_samples': '[1, inf)', 'max_new_tokens': '[1, inf)'
                          'judge_tokens': '[1, inf)'})
 if not ckpt:
     raise UsageError("no checkpoint: pass --ckpt=out-ar-shakespeare-bytes/ckpt_best.pt (any text checkpoint)")
-if bert_future not in BERT_FUTURES:
-    raise UsageError(f"bert_future must be 'invisible' or 'mask', got {bert_future!r}")
 _, _, _, _, device, dtype, autocast = setup_processes(device, dtype)
 attn_backend = pick_attn_backend(attn_backend, device)
 checkpoint = Pretrained(ckpt, 'tokens')
@@ -109,7 +106,7 @@ def next_token_logits(ids):
     """Logits of the token after ids (BOS first), read as eval_ppl.py reads the model, from a window of BOS, the last
     tokens that fit and a slot for the next token; no row that predicts it sees that slot (tests/test_sample.py)."""
     window = torch.tensor([[bos] + ids[1:][-(model.config.block_size - 2):] + [bos]], device=device)
-    batch = prefix_batch(window, style, bert_future)
+    batch = prefix_batch(window, style)  # the slot is last: no position follows it
     if style in ROW_STYLES:  # one row per prefix length: keep the row of the longest prefix
         batch = take_rows(batch, torch.tensor([window.shape[1] - 2], device=device), window.shape[1])
     with autocast:

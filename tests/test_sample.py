@@ -68,7 +68,6 @@ def test_bad_input_is_one_line(tmp_path):
     assert 'is an image model' in script_error('sample.py', f'--ckpt={image}')
     path = byte_checkpoint(tmp_path, 'ar', None)
     assert "'temperature' must lie in (0, inf)" in script_error('sample.py', f'--ckpt={path}', '--temperature=0.0')
-    assert 'bert_future' in script_error('sample.py', f'--ckpt={path}', '--bert_future=later')
     assert 'does not exist' in script_error('sample.py', f'--ckpt={tmp_path / "missing.pt"}')
 
 # -----------------------------------------------------------------------------
