@@ -79,7 +79,12 @@ if unread:
     raise UsageError(f"{command} does not read --{unread[0]}: its keys are "
                      + ', '.join(f"--{k}" for k in KEYS[command] + ('out_dir',)))
 check_ranges(globals(), {'s': '[0, inf)', 'max_entries': '[1, inf)', 'num_samples': '[0, inf)',
-                         'batch_size': '[1, inf)', 'top': '[1, inf)', 'tau': '(0, 1]'})
+                         'batch_size': '[1, inf)', 'top': '[1, inf)', 'tau': '(0, 1]', 'mask_ratio': '[0, 1]'})
+if pooling not in ('auto', 'last', 'mean'):  # 'first' would pool BOS alone
+    raise UsageError(f"pooling must be 'auto', 'last' or 'mean', got {pooling!r}")
+if objective and not json:
+    raise UsageError(f"--objective={objective} is read with --json=True only: add it, or drop --objective to see "
+                     "every objective side by side")
 s = s or (128 if command == 'misalign' else 5)
 num_samples = num_samples or (8000 if command == 'connectivity' else 512)
 if not all(isinstance(v, int) for v in visible):

@@ -163,6 +163,11 @@ def test_every_command_takes_only_its_own_keys():
     assert 'unknown command' in script_error('theory.py', 'spectra')
     one_error_line(run_script('theory.py', 'toy', '--visible=2', 'connectivity'), 'unexpected argument')
     one_error_line(run_script('theory.py', 'misalign', '--r=3'), 'theory.py: error: misalign does not read --r')
+    # values checked before any checkpoint loads (a.pt does not exist: reaching it would be another error)
+    assert "'mask_ratio' must lie in [0, 1]" in script_error('theory.py', 'effrank', '--ckpt=a.pt', '--mask_ratio=1.5')
+    assert "pooling must be 'auto', 'last' or 'mean'" in script_error('theory.py', 'connectivity', '--ckpt=a.pt',
+                                                                       '--pooling=first')
+    assert 'is read with --json=True only' in script_error('theory.py', 'toy', '--objective=mlm')
 
 # -----------------------------------------------------------------------------
 # Thm 4.3
