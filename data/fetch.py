@@ -20,6 +20,10 @@ from data import DATA_DIR
 from output import atomic_write, progress
 
 CACHE_DIR = DATA_DIR / "cache"  # git-ignored
+# gensim 4.4.0's test data holds two offline sets (data/wikipedia's articles, data/glue/prepare_offline.py's Lee
+# pairs). Every wheel carries the same files, so one pinned platform fetches one known file anywhere.
+GENSIM_WHEEL = ("gensim==4.4.0", "gensim-4.4.0-*.whl",
+                ["--platform", "manylinux_2_28_x86_64", "--python-version", "3.11", "--only-binary", ":all:"])
 
 
 def pip_archive(requirement, pattern, pip_flags, cache_dir=CACHE_DIR, allow_download=True):

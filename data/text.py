@@ -46,7 +46,7 @@ RANKS_FILE = CACHE_DIR / "gpt2.tiktoken"
 RANKS_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
 RANKS_SDIST = ("openai-whisper==20250625", "openai_whisper-*.tar.gz", ["--no-binary", ":all:"])
 RANKS_MEMBER = "whisper/assets/gpt2.tiktoken"
-PIP_FETCH = f"python -m pip download --no-deps --no-binary :all: {RANKS_SDIST[0]} -d data/cache/"
+PIP_FETCH = f"python -m pip download --no-deps {' '.join(RANKS_SDIST[2])} {RANKS_SDIST[0]} -d data/cache/"
 # GPT-2's pre-tokenizer: contractions, letter runs, digit runs, other symbols (each with at most one
 # leading space), then whitespace; BPE merges only ever act inside one of these pieces.
 GPT2_SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""

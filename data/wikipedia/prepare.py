@@ -23,12 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.text import`
 
 from configurator import configure, one_line_errors
-from data.fetch import CACHE_DIR, pip_archive, read_members
+from data.fetch import CACHE_DIR, GENSIM_WHEEL, pip_archive, read_members
 from data.text import corpus_dir, write_corpus
 
-# pinned platform: every gensim 4.4.0 wheel carries the same test data, so fetch one known file anywhere
-WHEEL = ("gensim==4.4.0", "gensim-4.4.0-*.whl",
-         ["--platform", "manylinux_2_28_x86_64", "--python-version", "3.11", "--only-binary", ":all:"])
 DUMP_MEMBER = "gensim/test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 # sections that are lists of citations or links, not prose
 SKIPPED_SECTIONS = {"references", "external links", "see also", "further reading", "notes", "bibliography",
@@ -149,11 +146,11 @@ if __name__ == "__main__":  # imported (tests/test_data.py), it only defines the
     one_line_errors("data/wikipedia/prepare.py")
     configure(globals(), sys.argv[1:])
     started = time.time()
-    compressed = read_members(pip_archive(*WHEEL, cache_dir), {DUMP_MEMBER: None})[DUMP_MEMBER]
+    compressed = read_members(pip_archive(*GENSIM_WHEEL, cache_dir), {DUMP_MEMBER: None})[DUMP_MEMBER]
     dump = io.BytesIO(bz2.decompress(compressed))
     articles = [f"{title}\n\n{strip_wiki_markup(wikitext)}" for title, wikitext in read_articles(dump)]
     print(f"{len(articles)} articles ({sum(map(len, articles)):,} characters of plain text)")
     write_corpus(out_dir or corpus_dir(Path(__file__).resolve().parent, tokenizer), [], articles,
-                 source=f"English Wikipedia (CC BY-SA), {len(articles)} articles from the {WHEEL[0]} wheel's "
+                 source=f"English Wikipedia (CC BY-SA), {len(articles)} articles from the {GENSIM_WHEEL[0]} wheel's "
                         f"{DUMP_MEMBER.rsplit('/', 1)[-1]}", tokenizer=tokenizer)
     print(f"done in {time.time() - started:.1f}s")
