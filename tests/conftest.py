@@ -149,10 +149,14 @@ def write_curves_record(root, curves, **settings):
 
 
 def file_at_commit(tmp_path, commit, path):
-    """The file at path as commit holds it, copied under tmp_path; the test is skipped where there is no history."""
+    """The file at path as commit holds it, copied under tmp_path. Skipped only where there is no full history to
+    read (an exported tarball, a shallow clone); in a full clone, a commit or file that is not there fails the test."""
+    shallow = subprocess.run(['git', '-C', ROOT, 'rev-parse', '--is-shallow-repository'], capture_output=True,
+                             text=True)
+    if shallow.returncode != 0 or shallow.stdout.strip() != 'false':
+        pytest.skip(f'no full git history in {ROOT} to read {commit} from')
     shown = subprocess.run(['git', '-C', ROOT, 'show', f'{commit}:{path}'], capture_output=True, text=True)
-    if shown.returncode != 0:
-        pytest.skip(f'no git history here to read {commit} from')
+    assert shown.returncode == 0, f'{commit} holds no {path}: {shown.stderr.strip()}'
     copy = tmp_path / os.path.basename(path)
     copy.write_text(shown.stdout)
     return str(copy)
