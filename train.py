@@ -1,4 +1,4 @@
-"""
+r"""
 Pretrain one Transformer with any objective of the paper (ar, dar, mlm, vm, mdlm, gvp) on text or image patches.
 $ python train.py config/ar_shakespeare_bytes.py                          # one CPU, minutes
 $ torchrun --standalone --nproc_per_node=8 train.py config/vm_pile.py     # one node, 8 GPUs
