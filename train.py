@@ -195,10 +195,14 @@ if init_from == 'resume':
         raise UsageError(f"{last_path} was trained with " + ', '.join(f"{k}={saved[k]!r}" for k in changed) +
                          " but this command says " + ', '.join(f"{k}={config[k]!r}" for k in changed) +
                          ": resume with the checkpoint's settings, or start a new run in another --out_dir")
-    if checkpoint['world_size'] != world_size or saved['gradient_accumulation_steps'] != gradient_accumulation_steps:
-        raise UsageError(f"{last_path} was written by {checkpoint['world_size']} processes with "
-                         f"gradient_accumulation_steps={saved['gradient_accumulation_steps']}: "
-                         "resume with the same layout")
+    if max_iters < checkpoint['iter']:
+        raise UsageError(f"{last_path} is at iter {checkpoint['iter']}: max_iters={max_iters} must exceed it to "
+                         "train on")
+    if max_iters == checkpoint['iter']:  # a finished run, resumed again (a rerun script): leave it as it is
+        if int(os.environ.get('RANK', 0)) == 0:
+            print(f"{last_path} is at iter {max_iters} = max_iters: finished, nothing to train (a larger --max_iters "
+                  "trains on)")
+        sys.exit(0)
 
 # -----------------------------------------------------------------------------
 # processes and devices
@@ -233,13 +237,19 @@ if checkpoint is not None:
     if scaler.is_enabled() and checkpoint.get('scaler'):
         scaler.load_state_dict(checkpoint['scaler'])
     iter_num, best_val_loss = checkpoint['iter'], checkpoint['best_val_loss']
-    for generator, state in zip(streams, checkpoint['streams'][rank]):
+    # the data streams are CPU generators, in stream order whatever the process count: each process takes its own
+    # again, so the data is exactly the uninterrupted run's on any device and any number of processes
+    saved_streams = [state for states in checkpoint['streams'] for state in states]
+    for generator, state in zip(streams, saved_streams[rank * accum:(rank + 1) * accum]):
         generator.set_state(state)
-    if device_type == 'cpu':
-        torch.set_rng_state(checkpoint['torch_rng'][rank])
-    else:  # (cpu state, cuda state) of this process
-        torch.set_rng_state(checkpoint['torch_rng'][rank][0])
-        torch.cuda.set_rng_state(checkpoint['torch_rng'][rank][1], device)
+    # the global generators only drop out: this process's, where the checkpoint has one (a CPU state; on CUDA the
+    # pair (CPU, CUDA)), the CUDA part only on CUDA. A process the checkpoint lacks keeps its new seed
+    if rank < len(checkpoint['torch_rng']):
+        saved_rng = checkpoint['torch_rng'][rank]
+        cpu_rng, cuda_rng = (saved_rng, None) if isinstance(saved_rng, torch.Tensor) else saved_rng
+        torch.set_rng_state(cpu_rng)
+        if device_type == 'cuda' and cuda_rng is not None:
+            torch.cuda.set_rng_state(cuda_rng, device)
     checkpoint = None  # free memory
 raw_model = model
 if compile:

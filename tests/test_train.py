@@ -73,6 +73,22 @@ def test_ddp_equals_gradient_accumulation(tmp_path, tiny_corpus):
     assert read_checkpoint(tmp_path / 'ddp' / 'ckpt_last.pt')['world_size'] == 2
 
 
+@pytest.mark.long
+def test_a_run_resumes_on_another_process_count(tmp_path, tiny_corpus):
+    """A run started on 1 process continues on 2 (8 GPUs -> 4, an elastic restart): the same 2 micro-steps a step,
+    each drawn from its own stream, so the 2-process half trains on the straight run's data and ends at its weights."""
+    common = ['--objective=dar', '--eval_interval=2', '--gradient_accumulation_steps=2']
+    train_here(tmp_path / 'straight', tiny_corpus, *common, '--max_iters=4')
+    train_here(tmp_path / 'resumed', tiny_corpus, *common, '--max_iters=2')
+    resumed = torchrun(f'--dataset={tiny_corpus}', f'--out_dir={tmp_path / "resumed"}', *TINY, *common,
+                       '--max_iters=4', '--init_from=resume')
+    assert resumed.returncode == 0, resumed.stderr
+    assert read_checkpoint(tmp_path / 'resumed' / 'ckpt_last.pt')['world_size'] == 2
+    a, b = params(tmp_path / 'straight'), params(tmp_path / 'resumed')
+    for name in a:
+        assert (a[name] - b[name]).abs().max() <= 1e-6, name
+
+
 @pytest.mark.parametrize('objective,extra', [('ar', []), ('vm', []), ('mdlm', ['--rope=True', '--two_stream=True'])])
 def test_resume_equals_straight_run(tmp_path, tiny_corpus, objective, extra):
     common = [f'--objective={objective}', '--eval_interval=3', *extra]
@@ -84,6 +100,25 @@ def test_resume_equals_straight_run(tmp_path, tiny_corpus, objective, extra):
     a, b = params(tmp_path / 'straight'), params(tmp_path / 'resumed')
     for name in a:
         assert torch.equal(a[name], b[name]), name  # bitwise on CPU
+
+
+def test_a_checkpoint_written_on_cuda_resumes_on_the_cpu(tmp_path, tiny_corpus):
+    """device is a resumable change: a CUDA run keeps (CPU state, CUDA state) per process, which the CPU resumes from
+    its CPU half. The data streams are CPU generators, so the resumed run draws the straight run's batches (and, with
+    dropout, its CPU masks): it ends bitwise equal."""
+    common = ['--eval_interval=2', '--dropout=0.1']
+    train_here(tmp_path / 'straight', tiny_corpus, *common, '--max_iters=4')
+    train_here(tmp_path / 'resumed', tiny_corpus, *common, '--max_iters=2')
+    ckpt = read_checkpoint(tmp_path / 'resumed' / 'ckpt_last.pt')
+    cuda_state = torch.zeros(16, dtype=torch.uint8)  # torch.cuda.get_rng_state's shape: seed and offset
+    save_checkpoint({**ckpt, 'torch_rng': [[rng, cuda_state] for rng in ckpt['torch_rng']]},
+                    tmp_path / 'resumed' / 'ckpt_last.pt')
+    train_here(tmp_path / 'resumed', tiny_corpus, *common, '--max_iters=4', '--init_from=resume', '--device=cpu')
+    assert [r['train_loss'] for r in log(tmp_path / 'straight', 'train_loss')] == \
+        [r['train_loss'] for r in log(tmp_path / 'resumed', 'train_loss')]
+    a, b = params(tmp_path / 'straight'), params(tmp_path / 'resumed')
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
 
 
 def test_sigterm_saves_and_resumes(tmp_path, tiny_corpus):
@@ -99,14 +134,25 @@ def test_sigterm_saves_and_resumes(tmp_path, tiny_corpus):
     ckpt = read_checkpoint(out / 'ckpt_last.pt')
     assert 0 < ckpt['iter'] < 100000
     assert 'init_from=resume' in stdout + stderr
-    # resuming continues from the saved step; a finished run resumed returns at once and leaves its files alone
-    resume = [sys.executable, 'train.py', f'--dataset={tiny_corpus}', f'--out_dir={out}', *TINY,
-              f"--max_iters={ckpt['iter'] + 2}", '--eval_interval=100000', '--init_from=resume']
-    run_in_process(*resume[1:])
+    # resuming continues from the saved step
+    run_in_process('train.py', f'--dataset={tiny_corpus}', f'--out_dir={out}', *TINY,
+                   f"--max_iters={ckpt['iter'] + 2}", '--eval_interval=100000', '--init_from=resume')
     assert read_checkpoint(out / 'ckpt_last.pt')['iter'] == ckpt['iter'] + 2
-    before = (out / 'ckpt_last.pt').stat().st_mtime_ns
-    run_in_process(*resume[1:])
-    assert (out / 'ckpt_last.pt').stat().st_mtime_ns == before
+
+
+def test_resume_at_or_below_the_checkpoints_iter(tmp_path, tiny_corpus, capsys):
+    """A max_iters the checkpoint has passed trains nothing: refused, naming the checkpoint's iter. A finished run
+    resumed again (a rerun script) says so in one line, exits 0 and leaves its files alone."""
+    out = tmp_path / 'out'
+    train_here(out, tiny_corpus, '--max_iters=3', '--eval_interval=3')
+    before = {name: (out / name).read_bytes() for name in os.listdir(out)}
+    message = train_error(out, tiny_corpus, '--max_iters=2', '--init_from=resume')
+    assert 'at iter 3' in message and 'max_iters=2 must exceed' in message
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        train_here(out, tiny_corpus, '--max_iters=3', '--init_from=resume')
+    assert stop.value.code == 0 and 'finished' in capsys.readouterr().out
+    assert {name: (out / name).read_bytes() for name in os.listdir(out)} == before
 
 
 def test_sigkill_during_checkpoint_write_keeps_the_previous_one(tmp_path):
