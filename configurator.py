@@ -5,6 +5,7 @@ Config the nanoGPT way, but strict: a script's module globals are its defaults; 
     python train.py --help    # every key, its value and the comment beside its default
 """
 import ast
+import inspect
 import os
 import re
 import sys
@@ -94,12 +95,23 @@ def print_help(config):
             key, section = None, line[2:] if re.match(r"# \w", line) else section
     keys = [k for k, v in config.items() if is_setting(k) and
             isinstance(v, (int, float, bool, str, tuple, type(None))) and (k in comments or '__file__' not in config)]
-    print((ast.get_docstring(ast.parse(source)) or '').strip() + "\n\nkeys (--key=value, after any config files):")
+    print(docstring(source) + "\n\nkeys (--key=value, after any config files):")
     width = max((len(f"--{k}={config[k]!r}") for k in keys), default=0)
     for k in keys:
         if sections.get(k):
             print(f"# {sections[k]}")
         print((f"  --{k}={config[k]!r}".ljust(width + 4) + (f"# {comments[k]}" if comments.get(k) else '')).rstrip())
+
+
+def docstring(source):
+    """A module's docstring as its source writes it: a shell command continued with a backslash stays on two lines
+    (the string's value joins them)."""
+    body = ast.parse(source).body
+    if not (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)):
+        return ''
+    written = ast.get_source_segment(source, body[0].value)
+    return inspect.cleandoc(literal_eval(written if written[0] in 'rR' else 'r' + written)).strip()
 
 
 def is_setting(key):
@@ -143,10 +155,17 @@ def configure(config, argv):
 def one_line_errors(script):
     """Bad input ends with `script: error: <one line>` and exit code 1, not a traceback. The hook returns rather
     than exiting (an uncaught exception exits with 1 anyway): under torchrun, torch.distributed wraps it to prefix
-    each line with the rank, and writes what it printed only after it returns."""
+    each line with the rank, and writes what it printed only after it returns. torchrun then reports any child's
+    non-zero exit with a traceback of its own launcher (ChildFailedError), whatever the child printed or raised."""
     def hook(kind, error, tb):
         if issubclass(kind, UsageError):
-            print(f"{script}: error: {error}", file=sys.stderr, flush=True)
+            # under torchrun every process checks the same input and fails alike: local rank 0 of each node says
+            # it. Once the process group has started, a process can fail alone (its own GPU): each says its own
+            # line, which torch.distributed prefixes with its rank
+            distributed = sys.modules.get('torch.distributed')
+            grouped = distributed is not None and distributed.is_available() and distributed.is_initialized()
+            if grouped or os.environ.get('LOCAL_RANK', '0') == '0':
+                print(f"{script}: error: {error}", file=sys.stderr, flush=True)
         else:
             sys.__excepthook__(kind, error, tb)
     sys.excepthook = hook

@@ -149,11 +149,12 @@ def peak_flops(device_name, dtype):
 # -----------------------------------------------------------------------------
 # preemption
 
-def stop_on_signals(signals=(signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)):
+def stop_on_signals(signals=(signal.SIGTERM, signal.SIGUSR1, signal.SIGINT), left_behind=lambda: ''):
     """-> a list that receives the first of `signals` (cluster preemption, timeout, Ctrl-C): the training loop saves
-    and stops after the current step. A second signal ends the process at once, even inside a long step. Python runs
-    signal handlers only between bytecodes, which a step spent in one C++ call never reaches, so a watcher thread
-    reads the signal numbers that the C-level handler writes to a wakeup pipe (torch ops release the GIL)."""
+    and stops after the current step. A second signal ends the process at once, even inside a long step, saying
+    left_behind() (what the caller's files hold then). Python runs signal handlers only between bytecodes, which a
+    step spent in one C++ call never reaches, so a watcher thread reads the signal numbers that the C-level handler
+    writes to a wakeup pipe (torch ops release the GIL)."""
     received = []
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
@@ -167,7 +168,8 @@ def stop_on_signals(signals=(signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)):
             if signum not in signals:
                 continue
             if received:
-                print(f"signal {signum} again: exiting now (the last checkpoint written is intact)", file=sys.stderr,
+                note = left_behind()
+                print(f"signal {signum} again: exiting now" + (f": {note}" if note else ''), file=sys.stderr,
                       flush=True)
                 os._exit(128 + signum)
             received.append(signum)

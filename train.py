@@ -1,4 +1,4 @@
-"""
+r"""
 Pretrain one Transformer with any objective of the paper (ar, dar, mlm, vm, mdlm, gvp) on text or image patches.
 $ python train.py config/ar_shakespeare_bytes.py                          # one CPU, minutes
 $ torchrun --standalone --nproc_per_node=8 train.py config/vm_pile.py     # one node, 8 GPUs
@@ -117,22 +117,44 @@ device_type = check_device(device, dtype).split(':')[0]  # 'auto' resolved
 attn_backend, compile = pick_attn_backend(attn_backend, device_type), pick_compile(compile, device_type)
 world_size = int(os.environ.get('WORLD_SIZE', 1))
 if gradient_accumulation_steps % world_size:
+    steps = world_size * math.ceil(gradient_accumulation_steps / world_size)
+    rows = batch_size * gradient_accumulation_steps  # a step's rows: the same with fewer rows per micro-step
     raise UsageError(f"gradient_accumulation_steps={gradient_accumulation_steps} must be a multiple of the "
-                     f"{world_size} processes: it counts micro-steps summed over all of them")
+                     f"{world_size} processes: it counts micro-steps summed over all of them (pass "
+                     f"--gradient_accumulation_steps={steps}" + (f" --batch_size={rows // steps} for the same {rows} "
+                     "rows a step" if rows % steps == 0 else '') + ")")
 accum = gradient_accumulation_steps // world_size
-if max_iters < lr_decay_iters and int(os.environ.get('RANK', 0)) == 0:
+# the schedule (model.lr_at): warm up to learning_rate over warmup_iters steps, then decay to min_lr at lr_decay_iters.
+# A warm-up past the decay's end drops from the peak to min_lr in one step; a run that stops early is only pointed out
+# (its first leg may be resumed with a larger max_iters, and a smoke run is short on purpose)
+if warmup_iters > lr_decay_iters and max_iters > warmup_iters and min_lr < learning_rate:
+    raise UsageError(f"warmup_iters={warmup_iters} exceeds lr_decay_iters={lr_decay_iters}: the learning rate would "
+                     "fall from its peak to min_lr in one step right after the warm-up: set --lr_decay_iters "
+                     "(where the decay ends) above warmup_iters, or lower --warmup_iters")
+if 0 < max_iters <= warmup_iters and int(os.environ.get('RANK', 0)) == 0:
+    print(f"warning: max_iters={max_iters} <= warmup_iters={warmup_iters}: the run stops inside its warm-up, at "
+          f"learning rate {lr_at(max_iters - 1, learning_rate, warmup_iters, lr_decay_iters, min_lr, schedule):.2e} "
+          f"of learning_rate={learning_rate:.2e} (lower --warmup_iters, or resume with a larger --max_iters)",
+          file=sys.stderr)
+elif max_iters < lr_decay_iters and int(os.environ.get('RANK', 0)) == 0:
     print(f"warning: max_iters={max_iters} < lr_decay_iters={lr_decay_iters}: the learning rate stops at "
           f"{lr_at(max_iters, learning_rate, warmup_iters, lr_decay_iters, min_lr, schedule):.2e} and never reaches "
           f"min_lr={min_lr:.2e} (set --lr_decay_iters={max_iters} to decay fully)", file=sys.stderr)
-# a new run never touches an old one: refuse before anything is read or written
+# a new run never touches an old one: refuse before anything is read or written. A run stopped before its first
+# evaluation saved no checkpoint: it can only start again
 last_path, best_path = os.path.join(out_dir, 'ckpt_last.pt'), os.path.join(out_dir, 'ckpt_best.pt')
 log_path = os.path.join(out_dir, 'log.jsonl')
 run_files = [os.path.join(out_dir, name)
              for name in ('ckpt_last.pt', 'ckpt_best.pt', 'log.jsonl', 'loss.png', 'loss.csv')]
+if init_from == 'resume' and not os.path.lexists(last_path):
+    raise UsageError(f"{out_dir} holds no ckpt_last.pt to resume (a run killed before its first evaluation saved "
+                     "none): start the run with --init_from=scratch" +
+                     (" --overwrite=True" if any(map(os.path.lexists, run_files)) else ''))
 if int(os.environ.get('RANK', 0)) == 0:  # overwrite: the old run is deleted only once the new one has started
     claim_out_dir(out_dir, [os.path.basename(path) for path in run_files] if init_from == 'scratch' and not overwrite
                   else [], fix="continue it with --init_from=resume, train into a new --out_dir, or pass "
-                  "--overwrite=True to delete it first")
+                  "--overwrite=True to delete it first" if os.path.lexists(last_path) else
+                  "it saved no checkpoint to resume: pass --overwrite=True to start it again, or a new --out_dir")
 
 # -----------------------------------------------------------------------------
 # data
@@ -195,10 +217,14 @@ if init_from == 'resume':
         raise UsageError(f"{last_path} was trained with " + ', '.join(f"{k}={saved[k]!r}" for k in changed) +
                          " but this command says " + ', '.join(f"{k}={config[k]!r}" for k in changed) +
                          ": resume with the checkpoint's settings, or start a new run in another --out_dir")
-    if checkpoint['world_size'] != world_size or saved['gradient_accumulation_steps'] != gradient_accumulation_steps:
-        raise UsageError(f"{last_path} was written by {checkpoint['world_size']} processes with "
-                         f"gradient_accumulation_steps={saved['gradient_accumulation_steps']}: "
-                         "resume with the same layout")
+    if max_iters < checkpoint['iter']:
+        raise UsageError(f"{last_path} is at iter {checkpoint['iter']}: max_iters={max_iters} must exceed it to "
+                         "train on")
+    if max_iters == checkpoint['iter']:  # a finished run, resumed again (a rerun script): leave it as it is
+        if int(os.environ.get('RANK', 0)) == 0:
+            print(f"{last_path} is at iter {max_iters} = max_iters: finished, nothing to train (a larger --max_iters "
+                  "trains on)")
+        sys.exit(0)
 
 # -----------------------------------------------------------------------------
 # processes and devices
@@ -233,13 +259,19 @@ if checkpoint is not None:
     if scaler.is_enabled() and checkpoint.get('scaler'):
         scaler.load_state_dict(checkpoint['scaler'])
     iter_num, best_val_loss = checkpoint['iter'], checkpoint['best_val_loss']
-    for generator, state in zip(streams, checkpoint['streams'][rank]):
+    # the data streams are CPU generators, in stream order whatever the process count: each process takes its own
+    # again, so the data is exactly the uninterrupted run's on any device and any number of processes
+    saved_streams = [state for states in checkpoint['streams'] for state in states]
+    for generator, state in zip(streams, saved_streams[rank * accum:(rank + 1) * accum]):
         generator.set_state(state)
-    if device_type == 'cpu':
-        torch.set_rng_state(checkpoint['torch_rng'][rank])
-    else:  # (cpu state, cuda state) of this process
-        torch.set_rng_state(checkpoint['torch_rng'][rank][0])
-        torch.cuda.set_rng_state(checkpoint['torch_rng'][rank][1], device)
+    # the global generators only drop out: this process's, where the checkpoint has one (a CPU state; on CUDA the
+    # pair (CPU, CUDA)), the CUDA part only on CUDA. A process the checkpoint lacks keeps its new seed
+    if rank < len(checkpoint['torch_rng']):
+        saved_rng = checkpoint['torch_rng'][rank]
+        cpu_rng, cuda_rng = (saved_rng, None) if isinstance(saved_rng, torch.Tensor) else saved_rng
+        torch.set_rng_state(cpu_rng)
+        if device_type == 'cuda' and cuda_rng is not None:
+            torch.cuda.set_rng_state(cuda_rng, device)
     checkpoint = None  # free memory
 raw_model = model
 if compile:
@@ -270,7 +302,13 @@ def estimate_loss():
 
 # -----------------------------------------------------------------------------
 # checkpoints and preemption
-stop_signal = stop_on_signals()  # TERM / USR1 / INT: save and stop after this step; a second one exits at once
+def left_behind():  # what a second signal, which exits at once, leaves in out_dir
+    if os.path.exists(last_path):
+        return f"{last_path} is intact: continue with --init_from=resume"
+    return "no checkpoint was written yet: start the run again" + \
+        (" with --overwrite=True" if any(map(os.path.exists, run_files)) else '')
+
+stop_signal = stop_on_signals(left_behind=left_behind)  # TERM / USR1 / INT: save and stop after this step
 
 def save(paths):
     states = [generator.get_state() for generator in streams]
@@ -303,7 +341,7 @@ tag = os.path.basename(os.path.normpath(out_dir))
 if master:
     print(f"{tag} | {pretraining.label} | {raw_model.num_params() / 1e6:.2f}M parameters | {device} {dtype} "
           f"{attn_backend}{' compiled' if compile else ''} | "
-          f"{world_size} process(es) x {accum} micro-steps x {batch_size}")
+          f"{world_size} process(es) x {accum} micro-steps x {batch_size} | -> {out_dir}")
     for path in filter(os.path.exists, run_files if init_from == 'scratch' else []):  # --overwrite=True said so
         os.remove(path)
 
@@ -380,6 +418,9 @@ bar.close()
 
 if master and os.path.exists(log_path):  # the loss curve, next to its CSV
     plot_log(log_path, os.path.join(out_dir, 'loss.png'), title=f"{pretraining.label} on {dataset}")
+if master:
+    print(f"{tag} | {out_dir}: " + (', '.join(os.path.basename(path) for path in run_files if os.path.exists(path))
+                                    or 'nothing written'))
 if ddp:
     dist.destroy_process_group()
 if stopping:  # saved, not finished: the status a signal gives, so no wrapper (reproduce.sh, a scheduler) counts it done

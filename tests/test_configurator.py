@@ -205,6 +205,18 @@ def test_help_after_a_config_file_shows_its_values(capsys):
     assert '# optimizer (AdamW)\n  --learning_rate=0.002' in out
 
 
+@pytest.mark.parametrize('script', ['train.py', 'eval_ppl.py', 'sample.py'])
+def test_help_keeps_a_command_continued_with_a_backslash_on_two_lines(capsys, script):
+    """The docstrings show long shell commands over two lines; the string's value joins them, as one unrunnable line
+    with the continuation's spaces inside it."""
+    source = open(os.path.join(ROOT, script)).read().split('"""')[1].splitlines()
+    continued = [(line, following.strip()) for line, following in zip(source, source[1:]) if line.endswith('\\')]
+    with pytest.raises(SystemExit):
+        run_in_process(script, '--help')
+    out = capsys.readouterr().out.splitlines()
+    assert continued and all(out[out.index(line) + 1].strip() == following for line, following in continued)
+
+
 def test_a_config_file_that_does_not_parse_or_raises_is_one_line(tmp_path):
     for text, expected in (('n_layer = (\n', 'line 1'),
                            ('batch_size = 8\nn_layer = 1 / 0\n', 'line 2: ZeroDivisionError')):
@@ -213,18 +225,37 @@ def test_a_config_file_that_does_not_parse_or_raises_is_one_line(tmp_path):
         one_error_line(run_script('train.py', str(path)), f'config file {path}, {expected}', 'fix the file')
 
 
-def test_a_usage_error_after_torchrun_starts_its_process_group_still_prints(tmp_path):
+@pytest.mark.parametrize('local_rank', ['0', '1'])
+def test_a_usage_error_after_torchrun_starts_its_process_group_still_prints(tmp_path, local_rank):
     """torch.distributed wraps sys.excepthook once its group starts, and writes what the hook printed only if the
-    hook returns: a hook that exited there left the user with exit code 1 and nothing else."""
+    hook returns: a hook that exited there left the user with exit code 1 and nothing else. From then on a process
+    can fail alone (its own GPU), so every local rank says its own line."""
     script = ("import sys, torch.distributed as dist; sys.path.insert(0, '.')\n"
               "from configurator import UsageError, one_line_errors\n"
               "one_line_errors('train.py')\n"
               f"dist.init_process_group('gloo', init_method='file://{tmp_path / 'store'}', rank=0, world_size=1)\n"
               "raise UsageError('data/pile/train.bin not found: run `python data/pile/prepare.py` first')\n")
-    result = subprocess.run([sys.executable, '-c', script], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    result = subprocess.run([sys.executable, '-c', script], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, 'LOCAL_RANK': local_rank})
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == \
         '[rank0]: train.py: error: data/pile/train.bin not found: run `python data/pile/prepare.py` first'
+
+
+@pytest.mark.parametrize('local_rank,printed', [(None, True), ('0', True), ('1', False)])
+def test_a_usage_error_is_said_once_per_node_under_torchrun(local_rank, printed):
+    """Before the process group starts every process checks the same input and fails alike: local rank 0 says it,
+    the others only exit with 1 (torchrun's report counts them)."""
+    script = ("import sys; sys.path.insert(0, '.')\n"
+              "from configurator import UsageError, one_line_errors\n"
+              "one_line_errors('train.py')\n"
+              "raise UsageError('gradient_accumulation_steps=1 must be a multiple of the 2 processes')\n")
+    env = {k: v for k, v in os.environ.items() if k != 'LOCAL_RANK'}
+    result = subprocess.run([sys.executable, '-c', script], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                            env={**env, **({'LOCAL_RANK': local_rank} if local_rank else {})})
+    assert result.returncode == 1
+    assert result.stderr == ('train.py: error: gradient_accumulation_steps=1 must be a multiple of the 2 processes\n'
+                             if printed else '')
 
 
 def test_constants_are_not_settings():

@@ -73,6 +73,22 @@ def test_ddp_equals_gradient_accumulation(tmp_path, tiny_corpus):
     assert read_checkpoint(tmp_path / 'ddp' / 'ckpt_last.pt')['world_size'] == 2
 
 
+@pytest.mark.long
+def test_a_run_resumes_on_another_process_count(tmp_path, tiny_corpus):
+    """A run started on 1 process continues on 2 (8 GPUs -> 4, an elastic restart): the same 2 micro-steps a step,
+    each drawn from its own stream, so the 2-process half trains on the straight run's data and ends at its weights."""
+    common = ['--objective=dar', '--eval_interval=2', '--gradient_accumulation_steps=2']
+    train_here(tmp_path / 'straight', tiny_corpus, *common, '--max_iters=4')
+    train_here(tmp_path / 'resumed', tiny_corpus, *common, '--max_iters=2')
+    resumed = torchrun(f'--dataset={tiny_corpus}', f'--out_dir={tmp_path / "resumed"}', *TINY, *common,
+                       '--max_iters=4', '--init_from=resume')
+    assert resumed.returncode == 0, resumed.stderr
+    assert read_checkpoint(tmp_path / 'resumed' / 'ckpt_last.pt')['world_size'] == 2
+    a, b = params(tmp_path / 'straight'), params(tmp_path / 'resumed')
+    for name in a:
+        assert (a[name] - b[name]).abs().max() <= 1e-6, name
+
+
 @pytest.mark.parametrize('objective,extra', [('ar', []), ('vm', []), ('mdlm', ['--rope=True', '--two_stream=True'])])
 def test_resume_equals_straight_run(tmp_path, tiny_corpus, objective, extra):
     common = [f'--objective={objective}', '--eval_interval=3', *extra]
@@ -84,6 +100,25 @@ def test_resume_equals_straight_run(tmp_path, tiny_corpus, objective, extra):
     a, b = params(tmp_path / 'straight'), params(tmp_path / 'resumed')
     for name in a:
         assert torch.equal(a[name], b[name]), name  # bitwise on CPU
+
+
+def test_a_checkpoint_written_on_cuda_resumes_on_the_cpu(tmp_path, tiny_corpus):
+    """device is a resumable change: a CUDA run keeps (CPU state, CUDA state) per process, which the CPU resumes from
+    its CPU half. The data streams are CPU generators, so the resumed run draws the straight run's batches (and, with
+    dropout, its CPU masks): it ends bitwise equal."""
+    common = ['--eval_interval=2', '--dropout=0.1']
+    train_here(tmp_path / 'straight', tiny_corpus, *common, '--max_iters=4')
+    train_here(tmp_path / 'resumed', tiny_corpus, *common, '--max_iters=2')
+    ckpt = read_checkpoint(tmp_path / 'resumed' / 'ckpt_last.pt')
+    cuda_state = torch.zeros(16, dtype=torch.uint8)  # torch.cuda.get_rng_state's shape: seed and offset
+    save_checkpoint({**ckpt, 'torch_rng': [[rng, cuda_state] for rng in ckpt['torch_rng']]},
+                    tmp_path / 'resumed' / 'ckpt_last.pt')
+    train_here(tmp_path / 'resumed', tiny_corpus, *common, '--max_iters=4', '--init_from=resume', '--device=cpu')
+    assert [r['train_loss'] for r in log(tmp_path / 'straight', 'train_loss')] == \
+        [r['train_loss'] for r in log(tmp_path / 'resumed', 'train_loss')]
+    a, b = params(tmp_path / 'straight'), params(tmp_path / 'resumed')
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
 
 
 def test_sigterm_saves_and_resumes(tmp_path, tiny_corpus):
@@ -99,14 +134,25 @@ def test_sigterm_saves_and_resumes(tmp_path, tiny_corpus):
     ckpt = read_checkpoint(out / 'ckpt_last.pt')
     assert 0 < ckpt['iter'] < 100000
     assert 'init_from=resume' in stdout + stderr
-    # resuming continues from the saved step; a finished run resumed returns at once and leaves its files alone
-    resume = [sys.executable, 'train.py', f'--dataset={tiny_corpus}', f'--out_dir={out}', *TINY,
-              f"--max_iters={ckpt['iter'] + 2}", '--eval_interval=100000', '--init_from=resume']
-    run_in_process(*resume[1:])
+    # resuming continues from the saved step
+    run_in_process('train.py', f'--dataset={tiny_corpus}', f'--out_dir={out}', *TINY,
+                   f"--max_iters={ckpt['iter'] + 2}", '--eval_interval=100000', '--init_from=resume')
     assert read_checkpoint(out / 'ckpt_last.pt')['iter'] == ckpt['iter'] + 2
-    before = (out / 'ckpt_last.pt').stat().st_mtime_ns
-    run_in_process(*resume[1:])
-    assert (out / 'ckpt_last.pt').stat().st_mtime_ns == before
+
+
+def test_resume_at_or_below_the_checkpoints_iter(tmp_path, tiny_corpus, capsys):
+    """A max_iters the checkpoint has passed trains nothing: refused, naming the checkpoint's iter. A finished run
+    resumed again (a rerun script) says so in one line, exits 0 and leaves its files alone."""
+    out = tmp_path / 'out'
+    train_here(out, tiny_corpus, '--max_iters=3', '--eval_interval=3')
+    before = {name: (out / name).read_bytes() for name in os.listdir(out)}
+    message = train_error(out, tiny_corpus, '--max_iters=2', '--init_from=resume')
+    assert 'at iter 3' in message and 'max_iters=2 must exceed' in message
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        train_here(out, tiny_corpus, '--max_iters=3', '--init_from=resume')
+    assert stop.value.code == 0 and 'finished' in capsys.readouterr().out
+    assert {name: (out / name).read_bytes() for name in os.listdir(out)} == before
 
 
 def test_sigkill_during_checkpoint_write_keeps_the_previous_one(tmp_path):
@@ -258,7 +304,7 @@ def test_a_second_signal_exits_at_once_inside_a_long_step(tmp_path):
     """stop_on_signals: the first TERM asks for a save after the step; the second must end the process even while
     it sits in one long C++ call (Python-level handlers would wait for the call to return)."""
     script = ("import sys, torch; sys.path.insert(0, '.'); from devices import stop_on_signals\n"
-              "received = stop_on_signals()\n"
+              "received = stop_on_signals(left_behind=lambda: 'what the files hold')\n"
               "a = torch.randn(12000, 12000)\n"
               "print('ready', flush=True)\n"
               "torch.mm(a, a)\n"  # minutes on one core
@@ -273,7 +319,25 @@ def test_a_second_signal_exits_at_once_inside_a_long_step(tmp_path):
     stdout, stderr = proc.communicate(timeout=600)  # a guard against a hang only: a slow exit is seen below
     assert 'finished' not in stdout, "the second SIGTERM did not end the process inside the long step"
     assert proc.returncode == 128 + signal.SIGTERM, (proc.returncode, stderr)
-    assert 'send it again to exit now' in stderr and 'exiting now' in stderr
+    assert 'send it again to exit now' in stderr and 'exiting now: what the files hold' in stderr
+
+
+def test_a_start_killed_before_its_first_checkpoint_restarts_with_one_command(tmp_path, tiny_corpus):
+    """A second Ctrl-C before the first evaluation leaves a log and no checkpoint: the exit line says so (not that a
+    checkpoint is intact), resume and a plain restart each name --overwrite=True, and that command runs."""
+    out = tmp_path / 'out'
+    state = train_here(out, tiny_corpus, '--max_iters=0')  # what train.py says when a second signal stops it now
+    assert 'no checkpoint was written' in state['left_behind']() and 'overwrite' not in state['left_behind']()
+    train_here(out, tiny_corpus, '--max_iters=2', '--eval_interval=2')
+    assert 'is intact' in state['left_behind']() and 'init_from=resume' in state['left_behind']()
+    for name in ('ckpt_last.pt', 'ckpt_best.pt', 'loss.png', 'loss.csv'):  # as a killed start leaves it: a log only
+        (out / name).unlink()
+    assert 'no checkpoint was written' in state['left_behind']() and '--overwrite=True' in state['left_behind']()
+    for args in ([], ['--init_from=resume']):
+        message = train_error(out, tiny_corpus, '--max_iters=2', *args)
+        assert '--overwrite=True' in message and '--init_from=resume' not in message, message
+    train_here(out, tiny_corpus, '--max_iters=2', '--eval_interval=2', '--overwrite=True')
+    assert read_checkpoint(out / 'ckpt_last.pt')['iter'] == 2
 
 
 def test_ctrl_c_saves_like_sigterm(tmp_path, tiny_corpus):
@@ -377,11 +441,12 @@ def torchrun(*args):
 def test_errors_reach_the_terminal_under_torchrun(tmp_path, tiny_corpus):
     """torchrun's own wrapper swallowed the line (the design card's command printed only ChildFailedError)."""
     result = torchrun(f'--dataset={tiny_corpus}', f'--out_dir={tmp_path / "out"}', *TINY, '--max_iters=1')
-    assert result.returncode != 0
-    assert 'train.py: error: gradient_accumulation_steps=1 must be a multiple of the 2 processes' in result.stderr
+    assert result.returncode != 0 and result.stderr.count('train.py: error: ') == 1, result.stderr  # not per process
+    assert 'gradient_accumulation_steps=1 must be a multiple of the 2 processes' in result.stderr
+    assert '--gradient_accumulation_steps=2 --batch_size=2' in result.stderr  # the same 4 rows a step
     result = torchrun(f'--dataset={tmp_path / "nowhere"}', f'--out_dir={tmp_path / "out"}', *TINY,
                       '--gradient_accumulation_steps=2')
-    assert result.returncode != 0 and 'train.py: error: ' in result.stderr and 'prepare' in result.stderr
+    assert result.returncode != 0 and result.stderr.count('train.py: error: ') == 1 and 'prepare' in result.stderr
     assert not os.path.exists(tmp_path / 'out' / 'log.jsonl')
 
 
@@ -438,6 +503,21 @@ def test_logs_read_well_in_a_file(tmp_path, tiny_corpus):
     assert 'ar-run: 3/3 steps' in result.stderr
     assert all(line.startswith('ar-run | ') for line in result.stdout.splitlines()), result.stdout
     assert 'max_iters=3 < lr_decay_iters=20' in result.stderr and '--lr_decay_iters=3' in result.stderr
+    first, *_, last = result.stdout.splitlines()  # where the run writes, and what it wrote there
+    assert first.endswith(f"-> {tmp_path / 'ar-run'}")
+    assert last == f"ar-run | {tmp_path / 'ar-run'}: ckpt_last.pt, ckpt_best.pt, log.jsonl, loss.png, loss.csv"
+
+
+def test_a_warm_up_longer_than_the_schedule(tmp_path, tiny_corpus, capsys):
+    """A warm-up past lr_decay_iters would drop from the peak to min_lr in one step: refused. A run that stops inside
+    its warm-up (a first leg, a smoke run) is pointed out; a constant rate (min_lr = learning_rate) needs no decay."""
+    assert 'lr_decay_iters' in train_error(tmp_path / 'out', tiny_corpus, '--warmup_iters=30', '--max_iters=40')
+    assert not os.path.exists(tmp_path / 'out')
+    train_here(tmp_path / 'short', tiny_corpus, '--warmup_iters=30', '--max_iters=2', '--eval_interval=2')
+    assert 'inside its warm-up' in capsys.readouterr().err
+    train_here(tmp_path / 'constant', tiny_corpus, '--warmup_iters=2', '--lr_decay_iters=0', '--min_lr=3e-3',
+               '--max_iters=4', '--eval_interval=4')
+    assert [r['lr'] for r in log(tmp_path / 'constant', 'train_loss')] == pytest.approx([1e-3, 2e-3, 3e-3, 3e-3])
 
 
 def test_checkpoints_honour_the_umask(tmp_path):
