@@ -8,6 +8,8 @@ Any text corpus -> GPT-2 tokens, or bytes with --tokenizer=bytes (train.bin, val
 (.jsonl / .json, one document per line in --text_field), each optionally compressed as .gz or .zst.
 The last val_fraction of the documents, in input order, are held out for validation (the paper holds
 out the tail of the Pile); a corpus of a single document (one .txt file) is cut at a line boundary.
+An out_dir that holds another corpus (another tokenizer or input) is refused unless --overwrite=True;
+the same corpus again is left as it is.
 """
 
 import sys

@@ -440,6 +440,17 @@ def test_c4_prepare_splits_by_shard_name_and_downloads(tmp_path, tokenizer):
     assert (tmp_path / "raw" / val_shard.name).read_bytes() == val_shard.read_bytes()
 
 
+def test_a_corpus_script_refuses_to_replace_another_corpus(tmp_path):
+    """Every text prepare script writes through write_corpus: a second prepare with other settings into the same
+    folder is refused until --overwrite=True."""
+    shard = write_jsonl(tmp_path / "00.jsonl", [f"document {i}" for i in range(6)])
+    prepare("data/pile/prepare.py", tmp_path / "out", f"--input={shard}", "--val_tail_docs=2")
+    with pytest.raises(UsageError, match="already holds another corpus"):
+        prepare("data/pile/prepare.py", tmp_path / "out", f"--input={shard}", "--val_tail_docs=3")
+    meta = prepare("data/pile/prepare.py", tmp_path / "out", f"--input={shard}", "--val_tail_docs=3", "--overwrite=True")
+    assert meta["val_docs"] == 3
+
+
 WIKITEXT = {  # the raw release's layout: ' = Title = ' opens an article, ' = = Section = = ' a section
     "wiki.train.raw": " \n = Valkyria Chronicles III = \n \n Senjō no Valkyria 3 is a game . It sold 1 @,@ 000 "
                       "copies in 2 @.@ 5 weeks . \n \n = = Gameplay = = \n \n The player 's team do n't "
