@@ -51,10 +51,9 @@ def current_umask():
     return umask
 
 
-def claim_out_dir(out_dir, results, overwrite=False, fix='pass --overwrite=True to replace them, or a new --out_dir'):
-    """Before any work: out_dir must be a writable folder (created if missing), and must not hold any of `results`
-    (file names) unless overwrite. With overwrite, the old results are deleted now, so none of an earlier run's
-    files (a plot of other checkpoints, say) is left beside the new ones."""
+def writable_folder(out_dir):
+    """Before any work: out_dir must be a folder this process can write to (created if missing), not a file, nor
+    under one."""
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UsageError(f"out_dir {out_dir} is a file, not a folder: pass another --out_dir")
     try:
@@ -63,6 +62,13 @@ def claim_out_dir(out_dir, results, overwrite=False, fix='pass --overwrite=True 
     except OSError as error:
         raise UsageError(f"cannot write to out_dir {out_dir} ({error.strerror}): pass a --out_dir you can write to") \
             from None
+
+
+def claim_out_dir(out_dir, results, overwrite=False, fix='pass --overwrite=True to replace them, or a new --out_dir'):
+    """Before any work: out_dir must be a writable folder (created if missing), and must not hold any of `results`
+    (file names) unless overwrite. With overwrite, the old results are deleted now, so none of an earlier run's
+    files (a plot of other checkpoints, say) is left beside the new ones."""
+    writable_folder(out_dir)
     found = [name for name in results if os.path.exists(os.path.join(out_dir, name))]
     if found and not overwrite:
         raise UsageError(f"{out_dir} already holds {', '.join(found)} from an earlier run: {fix}")

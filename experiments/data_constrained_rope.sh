@@ -95,6 +95,7 @@
 # samples and the bound check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source experiments/runs.sh  # check_env; train_once, and config: each arm's config and how its held-out curve is read
 PYTHON=${PYTHON:-python}
 export OMP_NUM_THREADS=1
 OUT=${OUT:-out/data-constrained-rope}       # checkpoints (not committed)
@@ -106,6 +107,7 @@ JOBS=${JOBS:-2}        # runs at a time (two: one per core); more on a GPU
 DEVICE_FLAGS=${DEVICE_FLAGS:-}  # e.g. "--device=cuda --dtype=float32 --attn_backend=sdpa": where the runs compute
 TRAIN_FLAGS=${TRAIN_FLAGS:-}    # e.g. "--compile=False": train.py only
 STEPS=${STEPS:-6400}  # the registered budget; a smaller one only to smoke-test the script (with its own RES)
+check_env PYTHON OUT RES SEEDS JOBS STEPS DEVICE_FLAGS TRAIN_FLAGS
 if [ "$RES" = experiments/data-constrained-rope ] && { [ "$STEPS" != 6400 ] || [ "$SEEDS" != "$REGISTERED_SEEDS" ]; }
 then
     echo "data_constrained_rope.sh: STEPS or SEEDS changed from the registered ones: give this smoke run its own RES=" \
@@ -125,7 +127,6 @@ mkdir -p "$OUT" "$RES"
 $PYTHON -m experiments.data_constrained settings "$RES/settings.json" "$SMALL_BYTES" "$STEPS" "$EVAL_INTERVAL" \
     "$RECIPE" "$SEEDS"
 
-source experiments/runs.sh  # train_once, and config: each arm's config and how its held-out curve is read
 run() {  # run SIZE ARM SEED: skipped when its log in the record is complete
     local bytes=$SMALL_BYTES; [ "$1" = full ] && bytes=0
     # shellcheck disable=SC2046
@@ -143,7 +144,8 @@ status=0
 printf '%s\n' "${jobs[@]}" | xargs -P "$JOBS" -L 1 bash -c 'run "$0" "$1" "$2"' || status=$?
 
 $PYTHON -m experiments.data_constrained "$RES" "$RES" experiments/data_constrained_rope.sh
-[ $status = 0 ] || { echo "data_constrained_rope.sh: a run failed (above); rerun to resume" >&2; exit $status; }
+[ $status = 0 ] || { echo "data_constrained_rope.sh: a run failed (its last line above); finished runs are kept:" \
+                          "rerun once its cause is fixed" >&2; exit $status; }
 first=${SEEDS%% *}
 best() { echo "$OUT/$1/$2/$first/ckpt_best.pt"; }
 SAMPLED="small/ar small/dar small/dar4 small/ar_random small/mdlm full/ar full/dar full/mdlm"

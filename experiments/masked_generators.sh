@@ -12,9 +12,11 @@
 # $ bash experiments/masked_generators.sh        (about 1 h on 2 CPU cores; finished runs are not retrained)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source experiments/runs.sh  # check_env
 PYTHON=${PYTHON:-python}
 OUT=${OUT:-out/masked-generators}   # checkpoints (not committed)
 RES=${RES:-experiments/masked-generators}  # the record: logs, summaries, samples
+check_env PYTHON OUT RES
 ARMS=(ar vm mdlm_2s)
 $PYTHON data/shakespeare/prepare.py --tokenizer=bytes > /dev/null
 

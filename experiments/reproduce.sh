@@ -35,6 +35,7 @@
 set -euo pipefail
 [ "${BASH_VERSINFO[0]}${BASH_VERSINFO[1]}" -ge 51 ] || { echo "reproduce.sh needs bash >= 5.1 (wait -p)" >&2; exit 2; }
 cd "$(dirname "$0")/.."  # the repository root: train.py, config/, data/
+source experiments/runs.sh  # check_env
 PYTHON=${PYTHON:-python}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 TOKENS=${TOKENS:-gpt2}
@@ -65,6 +66,8 @@ else
 fi
 TOKENIZER_FLAG=""; [ "$TOKENS" = bytes ] && TOKENIZER_FLAG=--tokenizer=bytes
 KEEP=${KEEP:-$RES/runs}
+check_env PYTHON OMP_NUM_THREADS OUT RES KEEP SEEDS
+[ "$TOKENS" = gpt2 ] || check_env BYTE_STEPS GPT2_SEEDS
 
 train() {  # train <out_dir> <config and overrides...>: resumed from its last checkpoint when there is one (a finished
   # run resumed returns at once; a run stopped by a signal wrote its plot too, so only train.py knows which it is)
@@ -247,7 +250,9 @@ summary() {  # every table: mean ± sample std over pretraining seeds; dar - ar 
 case "${1:-all}" in
   toy|summary) $1 ;;
   table2|fig2|vision) $1; run_queue ;;
-  table7) table7 "${2:-$DEFAULT_STEPS}"; run_queue ;;
+  table7) [[ ${2:-$DEFAULT_STEPS} =~ ^[1-9][0-9]*$ ]] ||
+            { echo "reproduce.sh: error: table7 $2: the steps must be a whole number from 1 up" >&2; exit 2; }
+          table7 "${2:-$DEFAULT_STEPS}"; run_queue ;;
   # at byte level, the text comparisons only, seed by seed: a seed's jobs go ahead of the next seed's (a later seed's
   # job starts only when no job of an earlier one is ready to), so a stop leaves the earlier seeds whole
   all) if [ "$TOKENS" = bytes ]; then

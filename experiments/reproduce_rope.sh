@@ -81,6 +81,7 @@
 # before its evaluations; then the summary, experiments/repro-bytes-rope/tables.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source experiments/runs.sh  # check_env, run_failed
 PYTHON=${PYTHON:-python}
 export OMP_NUM_THREADS=1
 OUT=${OUT:-out/repro-bytes-rope}          # checkpoints (not committed)
@@ -92,6 +93,7 @@ JOBS=${JOBS:-2}        # jobs at a time (two: one per core); more on a GPU
 DEVICE_FLAGS=${DEVICE_FLAGS:-}  # e.g. "--device=cuda --dtype=float32 --attn_backend=sdpa": where the models compute
 TRAIN_FLAGS=${TRAIN_FLAGS:-}    # e.g. "--compile=False": train.py only
 STEPS=${STEPS:-1200}  # the registered budget; a smaller one only to smoke-test the script (with its own RES)
+check_env PYTHON OUT RES SEEDS JOBS STEPS DEVICE_FLAGS TRAIN_FLAGS
 if [ "$RES" = experiments/repro-bytes-rope ] && { [ "$STEPS" != 1200 ] || [ "$SEEDS" != "$REGISTERED_SEEDS" ]; }; then
     echo "reproduce_rope.sh: STEPS or SEEDS changed from the registered ones: give this smoke run its own RES= and" \
          "OUT= (experiments/repro-bytes-rope holds the registered experiment only)" >&2
@@ -149,7 +151,7 @@ train() {  # train ARM SEED: unless the record has it and no evaluation still to
             mkdir -p "$OUT/$folder"
             $PYTHON train.py "config/${arm}_shakespeare_bytes.py" $RECIPE $DEVICE_FLAGS $TRAIN_FLAGS --seed="$seed" \
                 $start --overwrite=True --out_dir="$OUT/$folder" > "$OUT/$folder.txt" 2>&1 ||
-                { touch "$OUT/$folder.failed"; echo "failed: $folder (see $OUT/$folder.txt)" >&2; return 1; }
+                { touch "$OUT/$folder.failed"; run_failed "$folder" "$OUT/$folder.txt"; return 1; }
         fi
         # a run trained again for an evaluation (a clone without checkpoints) keeps the recorded log beside its own
         if finished "$KEEP/$folder/log.jsonl"; then mkdir -p "$KEEP/$folder"
@@ -200,8 +202,7 @@ evaluate() {  # evaluate SEED FOLDER: once every run it reads has ended (they ar
     esac
     mkdir -p "$(dirname "$OUT/$folder")"
     # shellcheck disable=SC2086
-    eval "$PYTHON $command" > "$OUT/$folder.txt" 2>&1 ||
-        { echo "failed: $folder (see $OUT/$folder.txt)" >&2; return 1; }
+    eval "$PYTHON $command" > "$OUT/$folder.txt" 2>&1 || { run_failed "$folder" "$OUT/$folder.txt"; return 1; }
     keep "$folder"
     echo "done: $folder"
 }

@@ -31,12 +31,14 @@
 # $ bash experiments/rope_pilot.sh   (resumable: a run whose log in the record is complete is skipped)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source experiments/runs.sh  # check_env; train_once (its config is replaced by the pilot's arms below)
 PYTHON=${PYTHON:-python}
 export OMP_NUM_THREADS=1
 OUT=${OUT:-out/rope-pilot}           # checkpoints (not committed)
 RES=${RES:-experiments/rope-pilot}   # the record: settings, logs, table, plot
 SEEDS=${SEEDS:-"1337 1338 1339"}
 STEPS=${STEPS:-600}  # the registered budget; a smaller one only to smoke-test the script
+check_env PYTHON OUT RES SEEDS STEPS
 RECIPE="--max_iters=$STEPS --eval_interval=50 --progress=False"
 $PYTHON data/shakespeare/prepare.py --tokenizer=bytes > /dev/null
 mkdir -p "$OUT" "$RES"
@@ -56,7 +58,6 @@ floors = {name: round(float(nll.mean()), 4) for name, nll in NgramBaselines(np.a
 atomic_write(path, json.dumps(dict(steps=steps, recipe=' '.join(recipe.split()), floors=floors), indent=1) + '\n')
 EOF
 
-source experiments/runs.sh  # train_once (its config is replaced by the pilot's arms below)
 config() {  # the arm's config and how its held-out curve is read
     case $1 in
         ar) echo "config/ar_shakespeare_bytes.py" ;;

@@ -1,6 +1,59 @@
-# One training run of a registered experiment, resumable, and the data-constrained arms: sourced by the experiment
-# scripts, which export them to the jobs they run two at a time (xargs -P). Reads PYTHON, OUT (checkpoints), RES (the
-# record) and STEPS.
+# Sourced by every experiment script: the checks of what it reads from its environment, one training run of a
+# registered experiment (resumable), and the data-constrained arms. The scripts export the functions to the jobs
+# they run two at a time (xargs -P). train_once reads PYTHON, OUT (checkpoints), RES (the record) and STEPS.
+
+env_error() {  # env_error NAME WHAT: one line naming the variable and what it takes; nothing has run yet
+    echo "${0##*/}: error: $1='${!1}' $2" >&2
+    exit 2
+}
+# the keys every script the experiments run takes, their values checked as those scripts check them
+DEVICE_CHECK='
+import sys
+from configurator import UsageError, configure
+from devices import check_device, pick_attn_backend
+flags = dict(device="auto", dtype="auto", attn_backend="auto")
+try:
+    configure(flags, sys.argv[1:])
+    pick_attn_backend(flags["attn_backend"], check_device(flags["device"], flags["dtype"]))
+except UsageError as error:
+    sys.exit(str(error))
+'
+check_env() {  # check_env NAME...: each variable the script reads from its environment, checked before any run
+    local name value word words low why
+    for name in "$@"; do
+        value=${!name}
+        case $name in
+            STEPS|BYTE_STEPS|JOBS|NUM_SAMPLES|OMP_NUM_THREADS)  # JOBS=0 would be xargs -P 0: every job at once
+                [[ $value =~ ^[1-9][0-9]*$ ]] || env_error "$name" "must be a whole number from 1 up" ;;
+            SEEDS|GPT2_SEEDS|KS)  # each once: two jobs of one seed would write one folder
+                low=0; [ "$name" = KS ] && low=1
+                words=($value)
+                for word in "${words[@]}"; do [[ $word =~ ^[0-9]+$ ]] && [ "$word" -ge $low ] || words=(); done
+                [ ${#words[@]} -gt 0 ] && [ -z "$(printf '%s\n' "${words[@]}" | sort | uniq -d)" ] ||
+                    env_error "$name" "must be whole numbers from $low up, separated by spaces, each once" ;;
+            SMOKE) [[ $value =~ ^[01]$ ]] || env_error SMOKE "must be 0 or 1" ;;
+            ARMS)
+                words=($value)
+                for word in "${words[@]}"; do [[ " $REGISTERED_ARMS " == *" $word "* ]] || words=(); done
+                [ ${#words[@]} -gt 0 ] || env_error ARMS "must name one or more of the arms $REGISTERED_ARMS" ;;
+            PYTHON) command -v -- "${value%% *}" > /dev/null ||
+                env_error PYTHON "names no command: set it to a python that has torch (default: python)" ;;
+            OUT|RES|KEEP) [ ! -e "$value" ] || [ -d "$value" ] || env_error "$name" "is a file, not a folder" ;;
+            DEVICE_FLAGS)
+                [ -z "$value" ] || why=$($PYTHON -c "$DEVICE_CHECK" $value 2>&1) ||
+                    env_error DEVICE_FLAGS "takes --device=, --dtype= and --attn_backend=: $(tail -n 1 <<< "$why")" ;;
+            TRAIN_FLAGS)  # train.py's keys: its --help applies them, and stops at an unknown key or a wrong type
+                [ -z "$value" ] || why=$($PYTHON train.py $value --help 2>&1 > /dev/null) ||
+                    env_error TRAIN_FLAGS "takes train.py's --key=value flags: $(tail -n 1 <<< "$why")" ;;
+            *) echo "check_env: no check for $name" >&2; exit 2 ;;
+        esac
+    done
+}
+
+run_failed() {  # run_failed WHAT LOG: a failed job's cause, the last line of its log, where it is seen
+    echo "failed: $1: $(tail -n 1 "$2" 2> /dev/null) (its log: $2)" >&2
+}
+
 train_once() {  # train_once KEY ARG...: train.py ARG... into $OUT/KEY, its log kept as $RES/runs/KEY/log.jsonl
     local key=$1 dir=$OUT/$1 keep=$RES/runs/$1 start=--init_from=scratch
     shift
@@ -9,7 +62,7 @@ train_once() {  # train_once KEY ARG...: train.py ARG... into $OUT/KEY, its log 
     [ -f "$dir/ckpt_last.pt" ] && start=--init_from=resume
     mkdir -p "$(dirname "$dir")"
     $PYTHON train.py "$@" $start --overwrite=True --out_dir="$dir" > "$dir.txt" 2>&1 ||
-        { echo "failed: $dir (see $dir.txt)" >&2; return 1; }
+        { run_failed "$dir" "$dir.txt"; return 1; }
     mkdir -p "$keep" && cp "$dir/log.jsonl" "$keep/log.jsonl"
     echo "done: $key"
 }
@@ -24,4 +77,4 @@ config() {  # config ARM: the data-constrained arm's config and how its held-out
         vm) echo "config/vm_shakespeare_bytes.py --eval_objective=mdlm" ;;
     esac
 }
-export -f train_once config
+export -f run_failed train_once config

@@ -27,6 +27,7 @@
 # $ bash experiments/sample_quality.sh   (resumable: a finished run or scored setting in the record is not redone)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source experiments/runs.sh  # check_env, run_failed
 PYTHON=${PYTHON:-python}
 export OMP_NUM_THREADS=1
 OUT=${OUT:-out/sample-quality}           # checkpoints (not committed)
@@ -34,10 +35,11 @@ RES=${RES:-experiments/sample-quality}   # the record: training logs, samples an
 SEEDS=${SEEDS:-"1337 1338 1339"}
 JUDGE_SEED=1340
 STEPS=${STEPS:-1200}                     # the recipe's; a smaller one only to smoke-test the script
-JUDGE_STEPS=$((2 * STEPS))
 KS=${KS:-"1 2 4 8 16"}
-BLOCK=32
 NUM_SAMPLES=${NUM_SAMPLES:-32}
+check_env PYTHON OUT RES SEEDS STEPS KS NUM_SAMPLES
+JUDGE_STEPS=$((2 * STEPS))
+BLOCK=32
 JUDGE_TOKENS=16000                       # held-out bytes the judge scores: 125 windows of 127
 RECIPE="--rope=True --progress=False"
 $PYTHON data/shakespeare/prepare.py --tokenizer=bytes > /dev/null
@@ -59,7 +61,7 @@ train() {  # train MODEL SEED: skipped when its log in the record is complete
     mkdir -p "$(dirname "$dir")"
     # shellcheck disable=SC2046
     $PYTHON train.py $(config "$model") $RECIPE --seed="$seed" $start --overwrite=True --out_dir="$dir" \
-        > "$dir.txt" 2>&1 || { echo "failed: $dir (see $dir.txt)" >&2; return 1; }
+        > "$dir.txt" 2>&1 || { run_failed "$dir" "$dir.txt"; return 1; }
     mkdir -p "$keep" && cp "$dir/log.jsonl" "$keep/log.jsonl"
     echo "done: $model $seed"
 }
@@ -79,7 +81,7 @@ score() {  # score MODEL SEED NAME OPTIONS...: skipped when its scores are in th
     mkdir -p "$(dirname "$keep")"
     $PYTHON sample.py --ckpt="$OUT/$model/$seed/ckpt_best.pt" --max_new_tokens=127 --num_samples="$NUM_SAMPLES" \
         --seed="$seed" --stream=False --judge="$OUT/judge/ckpt_best.pt" --judge_tokens=$JUDGE_TOKENS \
-        --judge_out="$keep.json" "$@" > "$keep.txt" 2>&1 || { echo "failed: $keep (see $keep.txt)" >&2; return 1; }
+        --judge_out="$keep.json" "$@" > "$keep.txt" 2>&1 || { run_failed "$keep" "$keep.txt"; return 1; }
 }
 export -f train config score
 export PYTHON OUT RES STEPS JUDGE_STEPS RECIPE NUM_SAMPLES JUDGE_TOKENS

@@ -91,6 +91,7 @@
 # checkpoint; two jobs at a time, one per core, seed by seed; then the summary, experiments/vision/tables.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source experiments/runs.sh  # check_env, run_failed
 PYTHON=${PYTHON:-python}
 export OMP_NUM_THREADS=1
 OUT=${OUT:-out/vision}       # checkpoints (not committed)
@@ -104,6 +105,7 @@ JOBS=${JOBS:-2}       # jobs at a time (two: one per core); more on a GPU
 DEVICE_FLAGS=${DEVICE_FLAGS:-}  # e.g. "--device=cuda --dtype=float32 --attn_backend=sdpa": where the models compute
 TRAIN_FLAGS=${TRAIN_FLAGS:-}    # e.g. "--compile=False": train.py only
 SMOKE=${SMOKE:-0}     # 1: every evaluation on a few hundred images for one epoch, only to smoke-test the script
+check_env PYTHON OUT RES SEEDS ARMS STEPS JOBS SMOKE DEVICE_FLAGS TRAIN_FLAGS
 FINETUNED="ar ar1s dar2"
 RECON_SEED=1337
 if [ "$RES" = experiments/vision ] && { [ "$STEPS" != 1000 ] || [ "$SMOKE" != 0 ] ||
@@ -157,7 +159,7 @@ job() {  # job ARM SEED: train (or resume) unless the record has the run, then e
             # shellcheck disable=SC2046
             $PYTHON train.py $(config "$arm") $RECIPE $DEVICE_FLAGS $TRAIN_FLAGS --seed="$seed" $start \
                 --overwrite=True --out_dir="$dir" > "$dir.txt" 2>&1 ||
-                { echo "failed: $arm $seed training (see $dir.txt)" >&2; return 1; }
+                { run_failed "$arm $seed training" "$dir.txt"; return 1; }
         }
         mkdir -p "$keep"
         # a run trained again for an evaluation (a clone without checkpoints) keeps the recorded log beside its own
@@ -174,7 +176,7 @@ job() {  # job ARM SEED: train (or resume) unless the record has the run, then e
         # shellcheck disable=SC2086
         $PYTHON eval_vision.py $command $DEVICE_FLAGS --ckpt="$dir/ckpt_best.pt" --names="$arm" \
             --out_dir="$dir/eval" --overwrite=True --progress=False > "$dir/eval/$task.txt" 2>&1 ||
-            { echo "failed: $arm $seed $task (see $dir/eval/$task.txt)" >&2; return 1; }
+            { run_failed "$arm $seed $task" "$dir/eval/$task.txt"; return 1; }
         cp "$dir/eval/$task.csv" "$keep/$task.csv"
         [ "$task" != recon ] || cp "$dir/eval/recon_$arm.png" "$keep/recon_$arm.png"
     done

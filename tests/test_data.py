@@ -174,13 +174,71 @@ def test_a_dataset_name_is_a_folder_under_data_from_any_working_folder(tmp_path,
 
 
 def test_eval_only_corpus_has_no_train_split(tmp_path):
-    (tmp_path / "train.bin").write_bytes(b"\x01\x00")  # stale, from an earlier prepare: must go
-    meta = text.write_corpus(tmp_path, [], ["only evaluation text"], source="unit test")
+    text.write_corpus(tmp_path, ["training text"], ["evaluation text"], source="unit test", test_docs=["test text"])
+    meta = text.write_corpus(tmp_path, [], ["only evaluation text"], source="eval only", overwrite=True)
+    assert not (tmp_path / "test.bin").exists()  # the replaced corpus's splits go with it
     assert meta["splits"] == ["val"] and not (tmp_path / "train.bin").exists()
     with pytest.raises(UsageError, match="no 'train' split"):
         text.load_tokens(tmp_path, "train")
     with pytest.raises(ValueError, match="no non-empty documents"):
         text.write_corpus(tmp_path / "empty", [], [" "], source="unit test")
+
+
+def test_a_prepared_corpus_is_replaced_only_with_overwrite(tmp_path, capsys, tokenizer):
+    """A checkpoint names its corpus by folder: preparing another corpus (another tokenizer or source) into it is
+    refused and loses nothing; the same corpus again is a no-op (make demo prepares on every run)."""
+    folder = tmp_path / "plays"
+    text.write_corpus(folder, ["To be, or not to be"], ["Held out."], source="plays", tokenizer="bytes")
+    before = {path.name: path.read_bytes() for path in folder.iterdir()}
+    for other_tokenizer, source in (("gpt2", "plays"), ("bytes", "other plays")):
+        with pytest.raises(UsageError, match=r"already holds another corpus \('bytes' tokens of plays\): pass "
+                                             r"--overwrite=True"):
+            text.write_corpus(folder, ["Other text"], ["Other held out"], source=source, tokenizer=other_tokenizer)
+    unread = iter(["never tokenized"])
+    assert text.write_corpus(folder, unread, [], source="plays", tokenizer="bytes")["train_docs"] == 1
+    assert "already holds this corpus" in capsys.readouterr().out and next(unread) == "never tokenized"
+    assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
+    meta = text.write_corpus(folder, ["Other text"], ["Other"], source="other", tokenizer="gpt2", overwrite=True)
+    assert meta["tokenizer"] == "gpt2" and text.load_tokens(folder, "val", "gpt2").tolist() == \
+        expected_stream(tokenizer, ["Other"])
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "train.bin").write_bytes(b"\x01\x00")  # tokens made elsewhere, with no meta.json
+    with pytest.raises(UsageError, match="train.bin but no readable meta.json"):
+        text.write_corpus(tmp_path / "foreign", ["text"], ["more"], source="plays")
+
+
+def test_a_prepare_that_stopped_early_is_made_again(tmp_path):
+    """meta.json is written first, listing no split: a prepare stopped mid-way (Ctrl-C) is redone by the same
+    command, or by another, without --overwrite=True: nothing complete was there to lose."""
+    folder = tmp_path / "plays"
+
+    def interrupted():
+        yield "a document"
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        text.write_corpus(folder, ["train"], interrupted(), source="plays", tokenizer="bytes")
+    assert json.loads((folder / "meta.json").read_text())["splits"] == [] and (folder / "train.bin").exists()
+    meta = text.write_corpus(folder, ["other"], ["held out"], source="other plays")
+    assert meta["splits"] == ["train", "val"] and meta["tokenizer"] == "gpt2"
+
+
+def test_prepare_refuses_another_tokenizer_in_a_prepared_folder(tmp_path):
+    (tmp_path / "book.txt").write_text("".join(f"Line {i} of the book.\n" for i in range(40)))
+    book = [f"--input={tmp_path}/book.txt", f"--out_dir={tmp_path}/book"]
+    first = run_script("data/prepare.py", *book)
+    assert first.returncode == 0, first.stderr
+    meta = (tmp_path / "book" / "meta.json").read_text()
+    one_error_line(run_script("data/prepare.py", *book, "--tokenizer=bytes"), "already holds another corpus",
+                   "--overwrite=True")
+    again = run_script("data/prepare.py", *book)
+    assert again.returncode == 0 and "nothing to do" in again.stdout
+    assert (tmp_path / "book" / "meta.json").read_text() == meta
+    replaced = run_script("data/prepare.py", *book, "--tokenizer=bytes", "--overwrite=True")
+    assert replaced.returncode == 0, replaced.stderr
+    assert text.corpus_tokenizer(tmp_path / "book") == "bytes"
+    (tmp_path / "a_file").write_text("not a folder")
+    one_error_line(run_script("data/prepare.py", book[0], f"--out_dir={tmp_path}/a_file"), "is a file, not a folder")
+    one_error_line(run_script("data/prepare.py", book[0], f"--out_dir={tmp_path}/a_file/sub"), "cannot write to")
 
 
 def test_load_tokens_bad_inputs(tmp_path, monkeypatch):
@@ -380,6 +438,17 @@ def test_c4_prepare_splits_by_shard_name_and_downloads(tmp_path, tokenizer):
     meta = prepare("data/c4/prepare.py", tmp_path / "val", f"--url={val_shard.as_uri()}", f"--raw_dir={tmp_path}/raw")
     assert meta["splits"] == ["val"] and meta["val_docs"] == 4  # evaluation-only, as in Table 7
     assert (tmp_path / "raw" / val_shard.name).read_bytes() == val_shard.read_bytes()
+
+
+def test_a_corpus_script_refuses_to_replace_another_corpus(tmp_path):
+    """Every text prepare script writes through write_corpus: a second prepare with other settings into the same
+    folder is refused until --overwrite=True."""
+    shard = write_jsonl(tmp_path / "00.jsonl", [f"document {i}" for i in range(6)])
+    prepare("data/pile/prepare.py", tmp_path / "out", f"--input={shard}", "--val_tail_docs=2")
+    with pytest.raises(UsageError, match="already holds another corpus"):
+        prepare("data/pile/prepare.py", tmp_path / "out", f"--input={shard}", "--val_tail_docs=3")
+    meta = prepare("data/pile/prepare.py", tmp_path / "out", f"--input={shard}", "--val_tail_docs=3", "--overwrite=True")
+    assert meta["val_docs"] == 3
 
 
 WIKITEXT = {  # the raw release's layout: ' = Title = ' opens an article, ' = = Section = = ' a section

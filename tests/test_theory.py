@@ -169,6 +169,13 @@ def test_every_command_takes_only_its_own_keys():
                                                                        '--pooling=first')
     assert 'is read with --json=True only' in script_error('theory.py', 'toy', '--objective=mlm')
 
+
+def test_an_out_dir_that_is_a_file_stops_before_any_work(tmp_path):
+    (tmp_path / 'a_file').write_text('not a folder')
+    one_error_line(run_script('theory.py', 'toy', '--r=1', '--s=3', '--T=2', f'--out_dir={tmp_path}/a_file'),
+                   'is a file, not a folder')
+    one_error_line(run_script('theory.py', 'misalign', f'--out_dir={tmp_path}/a_file/sub'), 'cannot write to out_dir')
+
 # -----------------------------------------------------------------------------
 # Thm 4.3
 

@@ -27,6 +27,7 @@ input = ""                  # comma-separated .json.gz shards, globs or folders
 url = ""                    # comma-separated URLs, downloaded into --raw_dir and read after --input
 raw_dir = str(HERE / "raw")  # where --url downloads go
 out_dir = str(HERE)
+overwrite = False           # True: replace another corpus in out_dir (a checkpoint trained on it loses its tokens)
 max_docs = 0                # per split, 0 = all
 text_field = "text"
 # -----------------------------------------------------------------------------
@@ -38,4 +39,4 @@ val_paths = [path for path in paths if "validation" in path.name]
 train_paths = [path for path in paths if "validation" not in path.name]
 write_corpus(out_dir, documents(train_paths, text_field, max_docs), documents(val_paths, text_field, max_docs),
              source=f"C4 en: train {[p.name for p in train_paths]}, val {[p.name for p in val_paths]}; "
-                    f"max_docs={max_docs} per split")
+                    f"max_docs={max_docs} per split", overwrite=overwrite)

@@ -27,6 +27,7 @@ input = ""                  # comma-separated .jsonl.zst / .jsonl / .jsonl.gz fi
 url = ""                    # comma-separated URLs, downloaded into --raw_dir and read after --input
 raw_dir = str(HERE / "raw")  # where --url downloads go (kept: data/*/raw/ is git-ignored)
 out_dir = str(HERE)
+overwrite = False           # True: replace another corpus in out_dir (a checkpoint trained on it loses its tokens)
 val_tail_docs = 10000       # held-out tail, for the Table 7 perplexity
 max_docs = 0                # read at most this many documents (0 = all): a full shard is ~7M documents
 text_field = "text"
@@ -37,4 +38,4 @@ check_ranges(globals(), {"val_tail_docs": "[0, inf)", "max_docs": "[0, inf)"})
 paths = input_paths(input, url, raw_dir, "00.jsonl.zst")
 train, val = hold_out_tail(documents(paths, text_field, max_docs), val_tail_docs)
 write_corpus(out_dir, train, val, source=f"The Pile: {', '.join(p.name for p in paths)}; max_docs={max_docs}; "
-             f"val = the last {val_tail_docs} documents")
+             f"val = the last {val_tail_docs} documents", overwrite=overwrite)

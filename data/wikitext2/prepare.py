@@ -33,6 +33,7 @@ input = str(HERE / "raw")   # a folder holding the three .raw files (at any dept
 url = ""                    # the release's .zip, downloaded into --raw_dir and read instead of --input
 raw_dir = str(HERE / "raw")  # where --url downloads go
 out_dir = str(HERE)
+overwrite = False           # True: replace another corpus in out_dir (a checkpoint trained on it loses its tokens)
 detokenize = True           # undo the release's tokenisation (' @-@ ', spaces around punctuation), as GPT-2 did
 # -----------------------------------------------------------------------------
 
@@ -100,4 +101,4 @@ if __name__ == "__main__":  # imported (tests/test_data.py), it only defines the
     articles = {split: split_articles(text, detokenize) for split, text in find_split_files(source).items()}
     print(", ".join(f"{split}: {len(docs)} articles" for split, docs in articles.items()))
     write_corpus(out_dir, articles["train"], articles["val"], test_docs=articles["test"],
-                 source=f"WikiText-2 raw (CC BY-SA) from {source}, detokenize={detokenize}")
+                 source=f"WikiText-2 raw (CC BY-SA) from {source}, detokenize={detokenize}", overwrite=overwrite)

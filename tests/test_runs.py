@@ -1,0 +1,96 @@
+"""experiments/runs.sh, sourced by every experiment script: what a script reads from its environment is checked before
+anything runs (one line naming the variable), and a failed run shows its own last line."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+SCRIPTS = sorted(name for name in os.listdir(os.path.join(ROOT, 'experiments'))
+                 if name.endswith('.sh') and name != 'runs.sh')
+NOT_CHECKED = {'TOKENS': 'reproduce.sh refuses it itself', 'GPT2_OUT': 'a record that may be absent'}
+BAD = {'STEPS': 'abc', 'BYTE_STEPS': '3k', 'JOBS': '0', 'NUM_SAMPLES': '-1', 'OMP_NUM_THREADS': 'two',
+       'SEEDS': '7 7', 'GPT2_SEEDS': 'x', 'KS': '0 1', 'SMOKE': 'yes', 'ARMS': 'ar nope', 'PYTHON': 'no-such-python'}
+
+
+def read_from_environment(script):
+    """The variables a script takes from its environment: NAME=${NAME:-default}."""
+    text = open(os.path.join(ROOT, 'experiments', script)).read()
+    return sorted(set(re.findall(r'\b([A-Z][A-Z_0-9]*)=\$\{\1:-', text)) - set(NOT_CHECKED))
+
+
+def fake_python(tmp_path):
+    """Logs every call and does nothing, but for the two dry checks, which run in a real python: the device keys
+    (-c) and train.py --help."""
+    log, fake = tmp_path / 'calls.log', tmp_path / 'python'
+    fake.write_text(f'#!/bin/bash\ncase "$*" in -c*|*--help*) exec {sys.executable} "$@" ;; esac\necho "$@" >> {log}\n')
+    fake.chmod(0o755)
+    return log, fake
+
+
+def run(script, tmp_path, *args, **env):
+    log, fake = fake_python(tmp_path)
+    env = {**os.environ, 'PYTHON': str(fake), 'OUT': str(tmp_path / 'out'), 'RES': str(tmp_path / 'res'),
+           'SEEDS': '7', 'STEPS': '20', **env}
+    result = subprocess.run(['bash', os.path.join(ROOT, 'experiments', script), *args], env=env, capture_output=True,
+                            text=True, timeout=600)  # a hang guard
+    return result, log
+
+
+def stops_with_one_line(result, log, script, name):
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith(f'{script}: error: {name}='), result.stderr
+    assert not log.exists(), log.read_text()  # nothing ran, not even a prepare
+
+
+@pytest.mark.parametrize('script', SCRIPTS)
+def test_every_variable_a_script_reads_is_checked_before_anything_runs(script, tmp_path):
+    (tmp_path / 'a_file').write_text('')
+    args, env = (['summary'], {'TOKENS': 'bytes'}) if script == 'reproduce.sh' else ([], {})  # every variable read
+    for name in read_from_environment(script):
+        if name in ('DEVICE_FLAGS', 'TRAIN_FLAGS'):
+            continue  # a python start each: test_device_and_train_flags_are_checked_dry
+        bad = BAD.get(name, str(tmp_path / 'a_file'))  # OUT, RES, KEEP: a file where a folder goes
+        result, log = run(script, tmp_path, *args, **{**env, name: bad})
+        stops_with_one_line(result, log, script, name)
+
+
+def test_device_and_train_flags_are_checked_dry(tmp_path):
+    """A bad DEVICE_FLAGS used to fail every run alike, its cause in each run's log: now the keys and values are
+    checked as the scripts check them (a machine without a GPU refuses --device=cuda), and TRAIN_FLAGS by train.py."""
+    for name, bad, cause in [('DEVICE_FLAGS', '--device=gpu', "got 'gpu'"),
+                             ('DEVICE_FLAGS', '--compile=False', "unknown config key 'compile'"),
+                             ('TRAIN_FLAGS', '--compil=False', "unknown config key 'compil'")]:
+        result, log = run('data_constrained_rope.sh', tmp_path, **{name: bad})
+        stops_with_one_line(result, log, 'data_constrained_rope.sh', name)
+        assert cause in result.stderr
+
+
+def test_reproduce_table7_steps_are_checked(tmp_path):
+    result, log = run('reproduce.sh', tmp_path, 'table7', 'abc')
+    assert result.returncode == 2 and result.stderr.startswith('reproduce.sh: error: table7 abc')
+    assert not log.exists()
+
+
+def test_a_failed_run_shows_its_own_last_line(tmp_path):
+    """One arm's train.py stops on bad input: the script names the run and prints the last line of its log."""
+    log, fake = tmp_path / 'calls.log', tmp_path / 'python'
+    fake.write_text(f"""#!/bin/bash
+echo "$@" >> {log}
+case "$*" in *config/mdlm_2s*small*) echo "tokenizing 10/10 docs" >&2; echo "train.py: error: the cause" >&2; exit 1 ;;
+esac
+dir=""; for a in "$@"; do case $a in --out_dir=*) dir=${{a#--out_dir=}} ;; esac; done
+[ "$1" = train.py ] && mkdir -p "$dir" && echo '{{"iter": 20, "val_loss": 3.0}}' > "$dir/log.jsonl"
+exit 0
+""")
+    fake.chmod(0o755)
+    env = {**os.environ, 'PYTHON': str(fake), 'OUT': str(tmp_path / 'out'), 'RES': str(tmp_path / 'res'),
+           'SEEDS': '7', 'STEPS': '20'}
+    result = subprocess.run(['bash', os.path.join(ROOT, 'experiments', 'data_constrained_rope.sh')], env=env,
+                            capture_output=True, text=True, timeout=600)
+    failed = f"failed: {tmp_path / 'out'}/small/mdlm/7: train.py: error: the cause (its log: "
+    assert result.returncode != 0 and failed in result.stderr, result.stderr
+    assert sum(line.startswith('train.py') for line in log.read_text().splitlines()) == 8  # the others all ran
