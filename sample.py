@@ -93,8 +93,9 @@ if order != 'left_to_right' and not pretraining.kind.masked:
 unmasking_only = [f"--{key}" for key, off in (('tokens_per_step', 1), ('block_length', 0), ('remask', 0.0),
                                                ('show_steps', 0)) if globals()[key] != off]
 if order == 'left_to_right' and unmasking_only:
-    raise UsageError(f"{', '.join(unmasking_only)} shape unmasking, and {ckpt} samples left to right: drop them, or "
-                     "unmask a masked checkpoint (--order=random or confident)")
+    one = len(unmasking_only) == 1
+    raise UsageError(f"{' and '.join(unmasking_only)} shape{'s' * one} unmasking, and {ckpt} samples left to right: "
+                     f"drop {'it' if one else 'them'}, or unmask a masked checkpoint (--order=random or confident)")
 if judge_out and not judge:
     raise UsageError("--judge_out writes the judge's scores: pass --judge=<an ar checkpoint> too")
 model = checkpoint.model(device, attn_backend=attn_backend)
