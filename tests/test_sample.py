@@ -348,7 +348,7 @@ def test_sample_py_reports_forward_passes_and_takes_the_options(tmp_path, capsys
         run_in_process('sample.py', '--help')
     shown = capsys.readouterr().out
     assert all(f"--{key}=" in shown for key in ('temperature', 'top_k', 'remask', 'block_length', 'judge'))
-    assert 'drop them' in script_error('sample.py', f'--ckpt={tmp_path / "ar.pt"}', '--block_length=8')
+    assert 'left to right' in script_error('sample.py', f'--ckpt={tmp_path / "ar.pt"}', '--block_length=8')
     assert "'remask' must lie in [0, 1]" in script_error('sample.py', f'--ckpt={path}', '--remask=1.5')
 
 # -----------------------------------------------------------------------------
