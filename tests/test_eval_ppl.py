@@ -444,7 +444,7 @@ def test_a_second_run_into_an_out_dir_is_refused_unless_overwrite(tmp_path, tiny
 
 
 def test_a_training_runs_out_dir_is_refused(tmp_path, tiny_corpus):
-    """An evaluation never writes into a training run's out_dir, --overwrite=True or not: its files stay as they were."""
+    """An evaluation never writes into a training run's out_dir, --overwrite=True or not: its files stay as they are."""
     run = tmp_path / 'out-ar'
     ckpt, _ = make_checkpoint(run / 'ckpt_best.pt', 'ar')
     (run / 'log.jsonl').write_text('{}\n')
