@@ -20,7 +20,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from checkpoint import Pretrained
-from output import atomic_write, claim_out_dir, progress as progress_bar, write_csv
+from output import atomic_write, claim_out_dir, progress as progress_bar, refuse_training_run, write_csv
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import glue_tasks
 from data.text import TOKENIZERS, get_tokenizer
@@ -34,7 +34,7 @@ from model import lr_at
 ckpt = ()                   # one or more checkpoints: --ckpt=a.pt --ckpt=b.pt
 tasks = ()                  # () = cola sst2 mrpc stsb qqp mnli qnli rte; --tasks=cola,rte or repeated --tasks=
 glue_dir = 'auto'           # folder holding <Task>/train.tsv ...; 'auto' = data/glue, or data/glue/offline per task
-out_dir = 'out-glue'
+out_dir = 'out/eval_glue'
 overwrite = False           # True: replace glue_<mode>.md/.csv/.json of an earlier run in out_dir; False refuses
 mode = 'finetune'           # 'finetune' (every weight trained) or 'linprobe' (frozen features, linear head)
 attention = 'auto'          # 'auto' = the pretraining pattern (causal for ar/dar/gvp, bidirectional for mlm/vm)
@@ -133,6 +133,7 @@ for checkpoint in pretrained:
                        length_cap=min(max_len, checkpoint.model_config.block_size),
                        tokenizer=checkpoint.model_config.tokenizer))
 if master:  # every input is good: claim out_dir before any fine-tuning (the writing rank only)
+    refuse_training_run(out_dir)
     claim_out_dir(out_dir, [f"glue_{mode}{suffix}" for suffix in ('.md', '.csv', '.json')], overwrite)
 
 # -----------------------------------------------------------------------------

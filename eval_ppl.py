@@ -8,13 +8,15 @@ One CPU:
 $ python eval_ppl.py config/eval_ppl_shakespeare.py --ckpt=out-ar/ckpt_best.pt --ckpt=out-vm/ckpt_best.pt
 Several GPUs (each process scores a shard of the windows; rank 0 gathers and writes):
 $ torchrun --standalone --nproc_per_node=8 eval_ppl.py config/eval_ppl_wikipedia.py --ckpt=...
-Writes to out_dir: ppl_by_k.png + ppl_by_k.csv (one line per checkpoint), summary.json; prints a table. An out_dir
-that holds them from an earlier run is refused before any scoring, unless --overwrite=True (which deletes them first).
+Writes to out_dir (default out/eval_ppl_<corpus>): ppl_by_k.png + ppl_by_k.csv (one line per checkpoint),
+summary.json; prints a table. An out_dir that holds them from an earlier run is refused before any scoring, unless
+--overwrite=True (which deletes them first), and so is a training run's out_dir.
 
 --reading=elbo compares likelihoods instead: each masked checkpoint (mlm, vm, one- or two-stream) by its any-order
 likelihood bound (evals/any_order.py), an upper bound on the NLL of the mixture over orders that the model defines,
 beside the exact left-to-right NLL of ar and dar and the unigram / bigram floors, each in nats per token with its
-standard error across windows, and as perplexity. Writes summary.json; prints a table.
+standard error across windows, and as perplexity. Writes summary.json (default out/eval_ppl_<corpus>_elbo, beside
+the prefix reading's folder); prints a table.
 $ python eval_ppl.py config/eval_ppl_shakespeare_bytes.py --reading=elbo --ckpt=out-ar-shakespeare-bytes/ckpt_best.pt \
       --ckpt=out-vm-2s-shakespeare-bytes/ckpt_best.pt --max_tokens=4000
 """
@@ -29,7 +31,7 @@ import torch
 import torch.distributed as dist
 
 from checkpoint import Pretrained
-from output import atomic_write, claim_out_dir, line_plot, progress as progress_bar
+from output import atomic_write, claim_out_dir, line_plot, progress as progress_bar, refuse_training_run
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import dataset_dir
 from data.text import TOKENIZERS, load_tokens
@@ -57,7 +59,7 @@ elbo_passes = DEFAULT_PASSES  # reading=elbo: forward passes per window, one per
 seed = 1337                 # reading=elbo: the masks drawn, the same for every checkpoint
 baseline_dataset = 'auto'   # unigram and bigram floors counted on this corpus's train split; 'auto' = the corpus the
                             # checkpoints were trained on (skipped if it is not here), '' = none
-out_dir = 'out/eval_ppl'
+out_dir = ''                # '' = out/eval_ppl_<dataset's folder name>, with _elbo appended for --reading=elbo
 overwrite = False           # True: replace the results of an earlier run in out_dir; False refuses, so two runs never
                             # mix (one run's summary.json beside another's plot)
 device = 'auto'             # 'cpu', 'cuda', 'cuda:1', ... ; auto = cuda if available
@@ -86,6 +88,9 @@ buckets = check_buckets(buckets)
 if reading not in ('prefix', 'elbo'):
     raise UsageError(f"reading must be 'prefix' (next-token ppl from a prefix) or 'elbo' (likelihoods: the any-order "
                      f"bound of masked checkpoints), got {reading!r}: e.g. --reading=elbo")
+if not out_dir:  # each corpus and reading its own folder: the README's commands run one after another
+    out_dir = os.path.join('out', f"eval_ppl_{os.path.basename(os.path.normpath(dataset))}" +
+                           ('_elbo' if reading == 'elbo' else ''))
 if bert_future not in BERT_FUTURES:
     raise UsageError(f"bert_future must be 'invisible' or 'mask', got {bert_future!r}: e.g. --bert_future=mask")
 pretrained = [Pretrained(path, 'tokens') for path in ckpt]
@@ -131,10 +136,6 @@ for run in runs:
     if largest_id >= run['vocab_size']:
         raise UsageError(f"{data_dir} holds token id {largest_id} >= {run['path']}'s vocab_size={run['vocab_size']}: "
                          "the data was tokenised with another vocabulary than the model's")
-# every input is good: claim out_dir before the work (the writing rank only), every result file of both readings,
-# so an elbo run leaves no prefix run's plot beside its summary
-if master:
-    claim_out_dir(out_dir, ('summary.json', 'ppl_by_k.png', 'ppl_by_k.csv'), overwrite)
 # the unigram / bigram floors, counted on (at most the first 20M tokens of) the training text
 baselines, baseline_from = None, baseline_dataset
 if baseline_dataset == 'auto':
@@ -144,12 +145,19 @@ if baseline_dataset == 'auto':
         baseline_from = ''  # trained elsewhere: no floor rather than a wrong one
 if baseline_from:
     train_tokens = load_tokens(dataset_dir(baseline_from), 'train', tokenizer)
+# every input is good: claim out_dir before the work (the writing rank only), every result file of both readings,
+# so an elbo run leaves no prefix run's plot beside its summary
+if master:
+    refuse_training_run(out_dir)
+    claim_out_dir(out_dir, ('summary.json', 'ppl_by_k.png', 'ppl_by_k.csv'), overwrite)
+if baseline_from:
     baselines = NgramBaselines(train_tokens[:20_000_000], TOKENIZERS[tokenizer][0])
 my_starts = starts[rank::world_size]  # this process's shard of the windows
 n_targets = len(starts) * (block_size - 1)
 if master:
     all_windows = len(tokens) // (block_size - 1)
-    subset = f" (of the split's {all_windows}: --max_tokens=0 scores all)" if len(starts) < all_windows else ''
+    subset = f" (of the split's {all_windows:,} windows, {all_windows * (block_size - 1):,} targets: --max_tokens=0 " \
+             "scores all)" if len(starts) < all_windows else ''
     print(f"{data_dir} ({split}): {len(starts)} windows of {block_size} = {n_targets:,} scored targets{subset} | "
           f"{device} {dtype} {attn_backend} | {world_size} process(es)")
     if bert_future != 'invisible' and reading == 'prefix':

@@ -75,6 +75,17 @@ def claim_out_dir(out_dir, results, overwrite=False, fix='pass --overwrite=True 
     for name in found:
         os.remove(os.path.join(out_dir, name))
 
+
+TRAINING_RUN = ('ckpt_last.pt', 'ckpt_best.pt', 'log.jsonl')  # what train.py leaves in its out_dir
+
+
+def refuse_training_run(out_dir):
+    """An evaluation's out_dir must not be a training run's, overwrite or not: its results would mix with the run's."""
+    run = [name for name in TRAINING_RUN if os.path.exists(os.path.join(out_dir, name))]
+    if run:
+        raise UsageError(f"{out_dir} holds a training run ({', '.join(run)}): pass an --out_dir of its own for the "
+                         "evaluation")
+
 # -----------------------------------------------------------------------------
 # progress
 

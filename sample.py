@@ -25,7 +25,10 @@ $ python sample.py --ckpt=out-mdlm-2s-shakespeare-bytes/ckpt_best.pt --max_new_t
       --temperature=1.0 --judge=out-judge-shakespeare-bytes/ckpt_best.pt --judge_out=quality.json
 """
 import json
+import math
+import os
 import sys
+import tempfile
 from functools import partial
 from itertools import groupby
 
@@ -87,9 +90,12 @@ if order == 'auto':
 if order != 'left_to_right' and not pretraining.kind.masked:
     raise UsageError(f"--order={order} unmasks a canvas, which needs a masked checkpoint; {ckpt} is "
                      f"{pretraining.label}: use --order=left_to_right")
-if order == 'left_to_right' and (block_length or remask):
-    raise UsageError(f"--block_length and --remask shape unmasking, and {ckpt} samples left to right: drop them, or "
-                     "unmask a masked checkpoint (--order=random or confident)")
+unmasking_only = [f"--{key}" for key, off in (('tokens_per_step', 1), ('block_length', 0), ('remask', 0.0),
+                                               ('show_steps', 0)) if globals()[key] != off]
+if order == 'left_to_right' and unmasking_only:
+    one = len(unmasking_only) == 1
+    raise UsageError(f"{' and '.join(unmasking_only)} shape{'s' * one} unmasking, and {ckpt} samples left to right: "
+                     f"drop {'it' if one else 'them'}, or unmask a masked checkpoint (--order=random or confident)")
 if judge_out and not judge:
     raise UsageError("--judge_out writes the judge's scores: pass --judge=<an ar checkpoint> too")
 model = checkpoint.model(device, attn_backend=attn_backend)
@@ -157,6 +163,10 @@ if judge:  # checked, and its held-out windows read, before any sampling
     if judged_by.model_config.tokenizer != tokenizer_name:
         raise UsageError(f"the judge {judge} reads {judged_by.model_config.tokenizer} tokens and {ckpt} "
                          f"{tokenizer_name} tokens: pass a judge trained on the same tokens")
+    corpora = checkpoint.train_config.get('dataset', ''), judged_by.train_config.get('dataset', '')
+    if all(corpora) and len({os.path.realpath(dataset_dir(name)) for name in corpora}) > 1:
+        raise UsageError(f"the judge {judge} was trained on {corpora[1]} and {ckpt} on {corpora[0]}: the judge's "
+                         f"likelihood stands for the text's own, so pass a judge trained on {corpora[0]}")
     if len(start) + n_new > judged_by.model_config.block_size:
         raise UsageError(f"a sample is {len(start) + n_new} tokens with BOS, longer than the judge's window of "
                          f"{judged_by.model_config.block_size}: lower --max_new_tokens or shorten --prompt")
@@ -166,6 +176,17 @@ if judge:  # checked, and its held-out windows read, before any sampling
     held_out_tokens = load_tokens(dataset_dir(judge_dataset), 'val', tokenizer_name)
     held_out = gather_windows(held_out_tokens, window_starts(len(held_out_tokens), n_new + 1, judge_tokens),
                               n_new + 1, bos)
+    if judge_out:  # where the scores go is checked now, not once the samples are drawn
+        folder = os.path.dirname(os.path.abspath(judge_out))
+        try:
+            os.makedirs(folder, exist_ok=True)
+            tempfile.TemporaryFile(dir=folder).close()
+        except OSError:
+            raise UsageError(f"cannot write --judge_out={judge_out}: {folder} is not a folder you can write to") \
+                from None
+        if os.path.isdir(judge_out):
+            raise UsageError(f"--judge_out={judge_out} is a folder: pass a file in it, e.g. --judge_out="
+                             f"{os.path.join(judge_out, 'quality.json')}")
 unmasking = f", {order} unmasking, {tokens_per_step} per step" if order != 'left_to_right' else ''
 unmasking += f", blocks of {block_length}" if block_length else ''
 unmasking += f", remask {remask}" if remask else ''
@@ -201,10 +222,12 @@ if judge:
                         autocast=autocast)
     scores = sample_quality(judge_nll, sequences, len(start), held_out)
     unit = 'byte' if tokenizer_name == 'bytes' else 'token'
-    print(f"judge {judge}, nats per {unit} ± se: samples {scores['judge_nll']:.3f} ± {scores['judge_nll_se']:.3f}, "
-          f"held-out text {scores['held_out_nll']:.3f} ± {scores['held_out_nll_se']:.3f} "
-          f"({scores['held_out_windows']} windows of {n_new}); unigram entropy of a sample {scores['entropy']:.3f} ± "
-          f"{scores['entropy_se']:.3f}, of held-out text {scores['held_out_entropy']:.3f}"
+    def plus_minus(key):  # one sample (or window) has no standard error
+        se = scores[f"{key}_se"]
+        return f"{scores[key]:.3f}" + (f" ± {se:.3f}" if math.isfinite(se) else " (n=1, no se)")
+    print(f"judge {judge}, nats per {unit} ± se: samples {plus_minus('judge_nll')}, held-out text "
+          f"{plus_minus('held_out_nll')} ({scores['held_out_windows']} windows of {n_new}); unigram entropy of a "
+          f"sample {plus_minus('entropy')}, of held-out text {scores['held_out_entropy']:.3f}"
           f"{': repetitive' if scores['repetitive'] else ''}; {forward_passes:g} forward passes per sample")
     if judge_out:
         settings = dict(ckpt=ckpt, objective=pretraining.label, order=order, tokens_per_step=tokens_per_step,

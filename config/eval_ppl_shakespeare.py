@@ -5,4 +5,3 @@ dataset = 'shakespeare'
 split = 'val'
 max_tokens = 0              # the whole split (~147K targets); --max_tokens=20000 for a quick look on CPU
 buckets = (0, 1, 2, 4, 8, 16, 32, 64)
-out_dir = 'out/eval_ppl_shakespeare'

@@ -5,4 +5,3 @@ dataset = 'shakespeare_bytes'
 # 250 windows spread over the split: one to three minutes per masked checkpoint on a 2-core CPU, where a one-stream
 # masked model reads every prefix length in a pass of its own; --max_tokens=0 scores all ~477K bytes (ar + vm: 30 min)
 max_tokens = 32000
-out_dir = 'out/eval_ppl_shakespeare_bytes'

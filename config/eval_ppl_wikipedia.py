@@ -5,4 +5,3 @@ dataset = 'wikipedia'
 split = 'val'               # the corpus is evaluation-only: it has no train split
 max_tokens = 0              # all ~604K targets; --max_tokens=50000 keeps a CPU run to minutes
 buckets = (0, 1, 2, 4, 8, 16, 32, 64)
-out_dir = 'out/eval_ppl_wikipedia'

@@ -3,4 +3,3 @@
 include('eval_ppl_wikipedia.py')
 dataset = 'wikipedia_bytes'
 max_tokens = 32000          # as eval_ppl_shakespeare_bytes.py: CPU minutes; --max_tokens=0 scores the whole split
-out_dir = 'out/eval_ppl_wikipedia_bytes'

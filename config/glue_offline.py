@@ -7,4 +7,4 @@ include('glue_offline_full.py')
 epochs = 2
 learning_rate = 1e-3
 seeds = (0,)
-out_dir = 'out-glue-offline'
+out_dir = 'out/eval_glue_offline'

@@ -7,4 +7,4 @@
 include('glue_sane.py')
 tasks = ('polarity', 'hedge', 'plagiarism', 'lee_sts')
 glue_dir = 'data/glue/offline'
-out_dir = 'out-glue-offline-full'
+out_dir = 'out/eval_glue_offline_full'

@@ -6,7 +6,7 @@
 mode = 'finetune'
 tasks = ('cola', 'sst2', 'mrpc', 'stsb', 'qqp', 'mnli', 'qnli', 'rte')
 glue_dir = 'data/glue'
-out_dir = 'out-glue'
+out_dir = 'out/eval_glue'
 learning_rate = 4e-5
 batch_size = 16
 epochs = 5

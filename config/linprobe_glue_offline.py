@@ -4,7 +4,7 @@
 mode = 'linprobe'
 tasks = ('polarity', 'hedge', 'plagiarism', 'lee_sts')
 glue_dir = 'data/glue/offline'
-out_dir = 'out-glue-offline'
+out_dir = 'out/eval_glue_offline'
 max_len = 128
 probe_l2 = 1e-3
 probe_iters = 500

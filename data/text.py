@@ -371,6 +371,14 @@ def load_tokens(data_dir, split, tokenizer=None):
     data_dir = Path(data_dir)
     path = data_dir / f"{split}.bin"
     meta = read_meta(data_dir)
+    if meta is None and not path.exists():  # nothing prepared here (a typo, or never prepared): name the command
+        name = data_dir.name.removesuffix("_bytes")
+        twin = Path(corpus_dir(DATA_DIR / name, check_tokenizer(tokenizer))) if tokenizer else data_dir
+        if data_dir.resolve().parent == DATA_DIR and (DATA_DIR / name / "prepare.py").exists() and \
+                twin.resolve() != data_dir.resolve():  # data/<name>/prepare.py writes the model's tokens elsewhere
+            raise UsageError(f"{data_dir} is not prepared, and the model reads {tokenizer!r} tokens: use "
+                             f"--dataset={twin.name} (`{prepare_command(twin)}` makes it)")
+        raise UsageError(f"{data_dir} is not prepared: run `{prepare_command(data_dir, tokenizer)}` first")
     found = corpus_tokenizer(data_dir, meta)
     if tokenizer is not None and found != tokenizer:
         twin = Path(corpus_dir(data_dir.parent / data_dir.name.removesuffix("_bytes"), check_tokenizer(tokenizer)))

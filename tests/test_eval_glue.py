@@ -236,6 +236,27 @@ def test_offline_config_is_cpu_sized_and_a_second_run_is_refused(tmp_path):
     assert [r['task'] for r in json.loads((out / 'glue_finetune.json').read_text())['runs']] == ['hedge']
 
 
+def test_results_go_under_out_and_never_into_a_training_run(tmp_path):
+    """Every default out_dir (the script's, each config's) lies under out/ as the other evaluations' do; a training
+    run's out_dir is refused, --overwrite=True or not, and keeps its files."""
+    import ast
+    from configurator import read_config
+    script = ast.parse(open(os.path.join(ROOT, 'eval_glue.py')).read())
+    defaults = [ast.literal_eval(node.value) for node in script.body if isinstance(node, ast.Assign)
+                and getattr(node.targets[0], 'id', '') == 'out_dir']
+    defaults += [read_config(os.path.join(ROOT, 'config', name))['out_dir'] for name in
+                 ('glue_sane.py', 'glue_offline.py', 'glue_offline_full.py', 'linprobe_glue_offline.py')]
+    assert len(defaults) == 5 and all(out_dir.startswith('out/') for out_dir in defaults), defaults
+    run = tmp_path / 'out-ar'
+    ar, _ = make_checkpoint(run / 'ckpt_best.pt', 'ar')
+    (run / 'log.jsonl').write_text('{}\n')
+    for overwrite in ('False', 'True'):
+        message = script_error('eval_glue.py', f'--ckpt={ar}', f'--glue_dir={FIXTURES}', '--tasks=rte',
+                               '--progress=False', f'--out_dir={run}', f'--overwrite={overwrite}')
+        assert 'holds a training run' in message, message
+    assert sorted(os.listdir(run)) == ['ckpt_best.pt', 'log.jsonl']
+
+
 def test_the_full_offline_recipe_and_what_the_experiments_pass():
     """config/glue_offline_full.py is the sane recipe on the same tasks; every recorded fine-tuning run names its
     epochs, learning rate and seeds, so its numbers never depend on the CPU cut's defaults."""

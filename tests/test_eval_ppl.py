@@ -4,14 +4,18 @@ import dataclasses
 import json
 import math
 import os
+import shlex
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
 
 from checkpoint import save_checkpoint
-from conftest import (make_checkpoint, one_error_line, random_tokens, run_in_process, run_script, script_error,
+from conftest import (ROOT, make_checkpoint, one_error_line, random_tokens, run_in_process, run_script, script_error,
                       write_corpus)
+from data import text
 from data.text import BOS, iter_windows
 from evals.ppl import (bucket_table, gather_windows, score_windows, window_starts)
 from objectives import Objective
@@ -323,6 +327,41 @@ def test_baselines_sit_in_the_table_and_tokenizers_do_not_mix(tmp_path, tiny_cor
     one_error_line(run_script('eval_ppl.py', f'--ckpt={byte_path}', f'--ckpt={ar_path}', f'--dataset={tiny_corpus}'),
                    'read different tokens', "in a run of its own")
 
+
+def test_a_corpus_that_is_not_prepared_names_the_command_that_prepares_it(tmp_path, tiny_corpus):
+    """A missing corpus (a typo, or never prepared) is reported as such, with the prepare command for the model's
+    tokens, whichever flag names it; nothing is written."""
+    byte_path, _ = make_checkpoint(tmp_path / 'bytes.pt', 'ar', tokenizer='bytes', vocab_size=320)
+    byte_corpus = write_corpus(tmp_path / 'corpus_bytes', [65] * 400, [66] * 400, 'bytes')
+    out = f'--out_dir={tmp_path / "out"}'
+    for args in (['--dataset=nope'], [f'--dataset={byte_corpus}', '--baseline_dataset=nope']):
+        message = script_error('eval_ppl.py', f'--ckpt={byte_path}', *args, out, '--overwrite=True')
+        assert 'nope is not prepared' in message and 'data/prepare.py --input=' in message, message
+        assert '--tokenizer=bytes' in message and 'holds' not in message, message
+    assert not (tmp_path / 'out').exists()
+    # an own corpus evaluated without --dataset: the default corpus, data/shakespeare, for a byte-level model
+    prepared = os.path.exists(os.path.join(ROOT, 'data', 'shakespeare', 'meta.json'))
+    one_error_line(run_script('eval_ppl.py', f'--ckpt={byte_path}', out),
+                   'holds' if prepared else 'is not prepared', '--dataset=shakespeare_bytes',
+                   'python data/shakespeare/prepare.py --tokenizer=bytes')
+
+
+def test_load_tokens_tells_a_missing_corpus_from_one_of_other_tokens(tmp_path, monkeypatch):
+    """data/<name> missing for a byte model points to data/<name>_bytes and its prepare command; a missing corpus
+    elsewhere gets data/prepare.py with the model's tokenizer."""
+    monkeypatch.setattr(text, 'DATA_DIR', tmp_path)
+    (tmp_path / 'plays').mkdir()
+    (tmp_path / 'plays' / 'prepare.py').write_text('')
+    with pytest.raises(ValueError, match=r"plays is not prepared, and the model reads 'bytes' tokens: use "
+                                         r"--dataset=plays_bytes \(`python data/plays/prepare.py --tokenizer=bytes`"):
+        text.load_tokens(tmp_path / 'plays', 'val', 'bytes')
+    with pytest.raises(ValueError, match=r"plays_bytes is not prepared: run `python data/plays/prepare.py "
+                                         r"--tokenizer=bytes` first"):
+        text.load_tokens(tmp_path / 'plays_bytes', 'val', 'bytes')
+    with pytest.raises(ValueError, match=r"mine is not prepared: run `python data/prepare.py --input=YOUR_FILES "
+                                         r"--out_dir=\S*mine --tokenizer=bytes` first"):
+        text.load_tokens(tmp_path / 'elsewhere' / 'mine', 'val', 'bytes')
+
 # -----------------------------------------------------------------------------
 # --reading=elbo: the any-order bound of masked checkpoints beside the exact left-to-right NLL of the others
 
@@ -389,7 +428,7 @@ def test_a_second_run_into_an_out_dir_is_refused_unless_overwrite(tmp_path, tiny
     first = run_script('eval_ppl.py', f'--ckpt={ar_path}', '--names=ar', *common)  # progress on, into a pipe
     assert first.returncode == 0, first.stderr
     assert '\r' not in first.stderr and '\x1b' not in first.stderr and 'ar (1/1): 5/5 windows' in first.stderr
-    assert "5 windows of 33 = 160 scored targets (of the split's 62: --max_tokens=0 scores all)" in first.stdout
+    assert "5 windows of 33 = 160 scored targets (of the split's 62 windows, 1,984 targets" in first.stdout
     written = {name: (out / name).read_bytes() for name in ('summary.json', 'ppl_by_k.png', 'ppl_by_k.csv')}
     again = run_script('eval_ppl.py', f'--ckpt={mlm_path}', '--reading=elbo', *common)
     one_error_line(again, f'{out} already holds summary.json, ppl_by_k.png, ppl_by_k.csv', '--overwrite=True')
@@ -402,6 +441,55 @@ def test_a_second_run_into_an_out_dir_is_refused_unless_overwrite(tmp_path, tiny
     (tmp_path / 'a_file').write_text('')
     assert 'is a file, not a folder' in script_error('eval_ppl.py', f'--ckpt={ar_path}', *common[:3],
                                                      f'--out_dir={tmp_path / "a_file"}')
+
+
+def test_a_training_runs_out_dir_is_refused(tmp_path, tiny_corpus):
+    """An evaluation never writes into a training run's out_dir, --overwrite=True or not: its files stay as they are."""
+    run = tmp_path / 'out-ar'
+    ckpt, _ = make_checkpoint(run / 'ckpt_best.pt', 'ar')
+    (run / 'log.jsonl').write_text('{}\n')
+    for overwrite in ('False', 'True'):
+        message = script_error('eval_ppl.py', f'--ckpt={ckpt}', f'--dataset={tiny_corpus}', f'--out_dir={run}',
+                               f'--overwrite={overwrite}')
+        assert 'holds a training run' in message and '--out_dir' in message, message
+    assert sorted(os.listdir(run)) == ['ckpt_best.pt', 'log.jsonl']
+
+
+def readme_commands(script):
+    """The README's Evaluation section: each `python <script>` command, its continuation lines joined, as argv."""
+    section = open(os.path.join(ROOT, 'README.md')).read().split('\n## Evaluation\n')[1].split('\n## ')[0]
+    block = section.split('```sh\n')[1].split('```')[0].replace('\\\n', ' ')
+    return [shlex.split(line, comments=True) for line in block.splitlines() if line.startswith(f'python {script} ')]
+
+
+def test_the_readme_eval_ppl_commands_run_one_after_another(tmp_path):
+    """Each README eval_ppl.py command, as written, on tiny checkpoints of its folders and a tiny byte corpus, in a
+    fresh working folder: the second runs after the first (no refusal) and leaves the first's results as they were."""
+    commands = readme_commands('eval_ppl.py')
+    assert len(commands) >= 2 and any('--reading=elbo' in command for command in commands)
+    os.symlink(os.path.join(ROOT, 'config'), tmp_path / 'config')
+    rng = np.random.default_rng(0)
+    corpus = write_corpus(tmp_path / 'data' / 'shakespeare_bytes', rng.integers(97, 123, 2000),
+                          rng.integers(97, 123, 800), 'bytes')
+    for command in commands:
+        for arg in command:
+            if arg.startswith('--ckpt=') and not os.path.exists(tmp_path / arg[7:]):  # out-<objective>[-2s]-...
+                run = arg[7:].split('/')[0].removeprefix('out-')
+                make_checkpoint(tmp_path / arg[7:], run.split('-')[0], tokenizer='bytes', vocab_size=320,
+                                block_size=17, n_embd=16, train_config=dict(two_stream=True if '-2s-' in run else None))
+    written, readings = {}, []
+    for command in commands:
+        argv = [sys.executable, os.path.join(ROOT, 'eval_ppl.py'), *command[2:], f'--dataset={corpus}',
+                '--progress=False']
+        result = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                                env={**os.environ, 'OMP_NUM_THREADS': '1'})
+        assert result.returncode == 0, (command, result.stderr)
+        now = {path: path.read_bytes() for path in (tmp_path / 'out').rglob('*') if path.is_file()}
+        assert all(now[path] == content for path, content in written.items())  # the earlier results as they were
+        summary, = [path for path in now if path not in written and path.name == 'summary.json']
+        readings.append(json.loads(summary.read_text()).get('reading', 'prefix'))
+        written = now
+    assert readings == ['elbo' if '--reading=elbo' in command else 'prefix' for command in commands]
 
 
 def logical_lines(path):

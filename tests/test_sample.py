@@ -348,7 +348,7 @@ def test_sample_py_reports_forward_passes_and_takes_the_options(tmp_path, capsys
         run_in_process('sample.py', '--help')
     shown = capsys.readouterr().out
     assert all(f"--{key}=" in shown for key in ('temperature', 'top_k', 'remask', 'block_length', 'judge'))
-    assert 'drop them' in script_error('sample.py', f'--ckpt={tmp_path / "ar.pt"}', '--block_length=8')
+    assert 'left to right' in script_error('sample.py', f'--ckpt={tmp_path / "ar.pt"}', '--block_length=8')
     assert "'remask' must lie in [0, 1]" in script_error('sample.py', f'--ckpt={path}', '--remask=1.5')
 
 # -----------------------------------------------------------------------------
@@ -385,3 +385,39 @@ def test_the_judge_must_be_an_exact_likelihood_that_fits_the_samples(tmp_path):
     bpe_judge = make_checkpoint(tmp_path / 'bpe.pt', 'ar')[0]
     assert 'same tokens' in script_error('sample.py', f'--ckpt={sampled}', f'--judge={bpe_judge}')
     assert 'pass --judge=' in script_error('sample.py', f'--ckpt={sampled}', f'--judge_out={tmp_path / "q.json"}')
+
+
+def test_unmasking_options_are_refused_left_to_right(tmp_path):
+    """Options that shape unmasking do nothing left to right: each is refused there, not ignored."""
+    ar = byte_checkpoint(tmp_path, 'ar', None)
+    vm = byte_checkpoint(tmp_path, 'vm', True)
+    for flag in ('--tokens_per_step=4', '--show_steps=2', '--block_length=8', '--remask=0.1'):
+        for args in ([f'--ckpt={ar}'], [f'--ckpt={vm}', '--order=left_to_right']):
+            message = script_error('sample.py', *args, flag)
+            assert flag.split('=')[0] in message and 'left to right' in message, message
+
+
+def test_the_judge_is_checked_with_its_corpus_and_output_before_any_sampling(tmp_path, capsys):
+    """A judge trained on another corpus, held-out text that is not prepared, and a --judge_out that cannot be
+    written each stop with one line before a sample is drawn."""
+    rng = np.random.default_rng(0)
+    corpus = write_corpus(tmp_path / 'corpus', rng.integers(97, 123, 3000), rng.integers(97, 123, 2000), 'bytes')
+    sampled = byte_checkpoint(tmp_path, 'vm', True)
+    judge = byte_checkpoint(tmp_path, 'ar', None, seed=1)
+    elsewhere = make_checkpoint(tmp_path / 'elsewhere.pt', 'ar', tokenizer='bytes', vocab_size=320, block_size=17,
+                                train_config=dict(dataset='other_corpus'))[0]
+    assert 'trained on other_corpus' in script_error('sample.py', f'--ckpt={sampled}', f'--judge={elsewhere}',
+                                                     f'--judge_dataset={corpus}')
+    message = script_error('sample.py', f'--ckpt={sampled}', f'--judge={judge}', '--judge_dataset=nope')
+    assert 'nope is not prepared' in message and '--tokenizer=bytes' in message, message
+    (tmp_path / 'a_file').write_text('')
+    for judge_out, expected in ((tmp_path / 'a_file' / 'quality.json', 'not a folder you can write to'),
+                                (tmp_path, 'is a folder')):
+        assert expected in script_error('sample.py', f'--ckpt={sampled}', '--max_new_tokens=16', f'--judge={judge}',
+                                        f'--judge_dataset={corpus}', f'--judge_out={judge_out}')
+    assert '---------- sample' not in capsys.readouterr().out
+    # one sample has no standard error: none is printed
+    run_in_process('sample.py', f'--ckpt={sampled}', '--max_new_tokens=16', f'--judge={judge}',
+                   f'--judge_dataset={corpus}', '--judge_tokens=160')
+    scores = capsys.readouterr().out.splitlines()[-1]
+    assert scores.startswith('judge ') and 'nan' not in scores and 'n=1' in scores, scores
