@@ -34,7 +34,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from checkpoint import Pretrained
-from output import atomic_write, claim_out_dir, progress as progress_bar
+from output import atomic_write, claim_out_dir, progress as progress_bar, refuse_training_run
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.images import load_images
 from devices import pick_attn_backend, setup_processes
@@ -289,6 +289,7 @@ if master:  # every input is good: claim out_dir before any work (the writing ra
     if task == 'recon':  # this run's grids, and an earlier recon's of other checkpoints: no stale grid stays beside
         earlier = os.listdir(out_dir) if os.path.isdir(out_dir) else []
         results += sorted({grid_name(run) for run in runs} | {n for n in earlier if re.fullmatch(r'recon_.*\.png', n)})
+    refuse_training_run(out_dir)
     claim_out_dir(out_dir, results, overwrite)
 if task == 'recon':
     from evals.lpips import LPIPS  # needs the stlpips wheel: only for recon

@@ -74,7 +74,8 @@ train() {  # train <out_dir> <config and overrides...>: resumed from its last ch
   local dir=$1; shift
   local start=--init_from=scratch
   [ -f $dir/ckpt_last.pt ] && start=--init_from=resume
-  $PYTHON train.py "$@" $start --out_dir=$dir >/dev/null
+  $PYTHON train.py "$@" $start --overwrite=True --out_dir=$dir >/dev/null  # overwrite: a run stopped before its first
+  # checkpoint starts again
 }
 
 toy() {

@@ -306,3 +306,8 @@ def test_a_task_again_into_its_out_dir_is_refused_unless_overwrite(tmp_path, mni
     assert '| again |' in (out / 'linprobe.md').read_text()
     (out / 'recon_other.png').write_bytes(b'')
     one_error_line(run_script(*args, '--task=recon'), 'already holds recon_other.png', '--overwrite=True')
+    run = tmp_path / 'out-dar'  # a training run's out_dir: refused, --overwrite=True or not, its files kept as they are
+    run.mkdir()
+    (run / 'log.jsonl').write_text('{}\n')
+    one_error_line(run_script(*args[:-1], f'--out_dir={run}', '--overwrite=True'), 'holds a training run', '--out_dir')
+    assert os.listdir(run) == ['log.jsonl']
