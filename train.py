@@ -362,7 +362,8 @@ def train_batch(micro_step):
     """The next batch of this micro-step's stream, built on the host while the device computes the one before it
     (nanoGPT's prefetch): its FLOPs are counted there, so MFU reads no device tensor. -> (batch on its way, FLOPs)"""
     batch = host_batch('train', streams[micro_step])
-    return on_device(batch), step_flops(raw_model, batch) if peak else 0.0
+    flops = step_flops(raw_model, batch) if peak else 0.0
+    return on_device(batch), flops
 
 bar = progress_bar(total=max_iters, initial=iter_num, desc=tag, unit='steps', enabled=master and progress)
 train_loss_sum, train_loss_count, window_time, window_flops = torch.zeros((), device=device), 0, 0.0, 0.0
