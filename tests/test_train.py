@@ -591,7 +591,8 @@ def test_under_torchrun_a_signal_stops_every_process_at_the_same_log_step(tmp_pa
                              '--eval_interval=100000', '--log_interval=4', '--gradient_accumulation_steps=2'],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, 'OMP_NUM_THREADS': '1'})
-    while not (out / 'log.jsonl').exists() and proc.poll() is None:  # both processes in the loop: signals handled
+    while not (out / 'log.jsonl').exists():  # both processes past their first vote: their signal handlers are set
+        assert proc.poll() is None, proc.communicate()[1]
         time.sleep(0.1)
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=600)  # a guard against a hang only
@@ -614,8 +615,8 @@ def compiled_with_aot_eager(monkeypatch):
 
 @pytest.mark.parametrize('objective', [['--objective=ar'], ['--objective=vm', '--two_stream=True']])
 def test_a_compiled_model_trains_without_recompiling(tmp_path, tiny_corpus, monkeypatch, objective):
-    """Every batch of a run has the same shapes: the first micro-step compiles one graph, and the second, every later
-    step and the evaluations between them reuse it."""
+    """Every batch of a run has the same shapes: the first micro-step compiles one graph, and the second and every
+    later step reuse it, across the evaluations between them (eval mode and back)."""
     counters = compiled_with_aot_eager(monkeypatch)
     try:
         train_here(tmp_path / 'out', tiny_corpus, *objective, '--compile=True', '--max_iters=4', '--eval_interval=2',
