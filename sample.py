@@ -63,7 +63,7 @@ show_steps = 0              # unmasking: print the canvas every this many steps;
 seed = 1337
 device = 'auto'
 dtype = 'auto'
-attn_backend = 'auto'
+attn_backend = 'auto'       # auto = sdpa on every device: flex would compile again for each window length
 stream = True               # print tokens as they come; False prints each finished sample
 judge = ''                  # an ar checkpoint of the same recipe trained longer: scores the samples in nats per token
                             # beside its NLL on held-out text, with both unigram entropies; '' = no scores
@@ -80,7 +80,7 @@ check_ranges(globals(), {'num_samples': '[1, inf)', 'max_new_tokens': '[1, inf)'
 if not ckpt:
     raise UsageError("no checkpoint: pass --ckpt=out-ar-shakespeare-bytes/ckpt_best.pt (any text checkpoint)")
 _, _, _, _, device, dtype, autocast = setup_processes(device, dtype)
-attn_backend = pick_attn_backend(attn_backend, device)
+attn_backend = pick_attn_backend('sdpa' if attn_backend == 'auto' else attn_backend, device)
 checkpoint = Pretrained(ckpt, 'tokens')
 pretraining = checkpoint.objective
 if order not in ('auto', 'left_to_right', 'random', 'confident'):

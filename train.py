@@ -235,8 +235,12 @@ torch.manual_seed(seed + rank)  # dropout differs per process; data comes from t
 # draws exactly the data that several processes draw: stream = rank * accum + micro_step
 streams = [torch.Generator().manual_seed(seed * 1000 + rank * accum + m) for m in range(accum)]
 
-def next_batch(split, generator, reading=pretraining):  # bert_replace draws its random tokens from the ids below BOS
-    batch = reading.batch(sequences(split, generator), generator, bos)
+def host_batch(split, generator, reading=pretraining):  # bert_replace draws its random tokens from the ids below BOS
+    return reading.batch(sequences(split, generator), generator, bos)
+
+def on_device(batch):  # from pinned pages the copy runs beside the compute; from pageable ones it waits for the device
+    if device_type == 'cuda':
+        batch = {k: v.pin_memory() if torch.is_tensor(v) else v for k, v in batch.items()}
     return to_device(batch, device, non_blocking=device_type == 'cuda')
 
 # -----------------------------------------------------------------------------
@@ -273,10 +277,11 @@ if checkpoint is not None:
         if device_type == 'cuda' and cuda_rng is not None:
             torch.cuda.set_rng_state(cuda_rng, device)
     checkpoint = None  # free memory
-raw_model = model
-if compile:
-    model = torch.compile(model)
-if ddp:
+raw_model = model  # evaluation and checkpoints use the plain module: its state_dict keys carry no wrapper's prefix
+if compile:  # static shapes: every batch of a run has the same (objectives pad to fixed widths)
+    model = torch.compile(model, dynamic=False)
+if ddp:  # around the compiled module, as PyTorch advises: DDP's forward runs eagerly and marks itself active, so
+    # dynamo splits the graph at DDP's gradient buckets (DDPOptimizer) and their all-reduces overlap the backward
     model = DDP(model, device_ids=[local_rank] if device_type == 'cuda' else None)
 
 # -----------------------------------------------------------------------------
@@ -291,7 +296,7 @@ def estimate_loss():
         losses = torch.zeros(eval_iters)
         for k in range(eval_iters):
             with autocast:
-                _, loss = raw_model(**next_batch(split, generator, scoring))
+                _, loss = raw_model(**on_device(host_batch(split, generator, scoring)))
             losses[k] = loss.item()
         out[split] = losses.mean().to(device)
         if ddp:  # SUM then divide: gloo has no AVG
@@ -311,7 +316,7 @@ def left_behind():  # what a second signal, which exits at once, leaves in out_d
 stop_signal = stop_on_signals(left_behind=left_behind)  # TERM / USR1 / INT: save and stop after this step
 
 def save(paths):
-    states = [generator.get_state() for generator in streams]
+    states = [stream0_state] + [generator.get_state() for generator in streams[1:]]  # stream 0: see train_batch
     torch_rng = torch.get_rng_state()
     if device_type != 'cpu':
         torch_rng = [torch_rng, torch.cuda.get_rng_state(device)]
@@ -351,27 +356,42 @@ def write_log(record):
         with open(log_path, 'a') as f:
             f.write(json.dumps(record) + '\n')
 
-peak = peak_flops(torch.cuda.get_device_name(device), dtype) if device_type == 'cuda' else None
+# one accelerator's peak FLOP/s at dtype, for MFU (None where unknown, CPUs included)
+peak = peak_flops(torch.cuda.get_device_name(device) if device_type == 'cuda' else device_type, dtype)
+
+def train_batch(micro_step):
+    """The next batch of this micro-step's stream, built on the host while the device computes the one before it
+    (nanoGPT's prefetch): its FLOPs are counted there, so MFU reads no device tensor. -> (batch on its way, FLOPs)"""
+    batch = host_batch('train', streams[micro_step])
+    flops = step_flops(raw_model, batch) if peak else 0.0
+    return on_device(batch), flops
+
 bar = progress_bar(total=max_iters, initial=iter_num, desc=tag, unit='steps', enabled=master and progress)
 train_loss_sum, train_loss_count, window_time, window_flops = torch.zeros((), device=device), 0, 0.0, 0.0
 stopping = False
 tokens_per_step = batch_size * (block_size if input_kind == 'tokens' else model_config.block_size) * accum * world_size
 model.train()
+# the next step's first micro-batch is drawn during this step's last: a checkpoint keeps stream 0 as it was before
+# that draw, so a resumed run draws the same batch again
+stream0_state = streams[0].get_state()
+batch, flops = train_batch(0)
 while iter_num < max_iters:
     lr = lr_at(iter_num, learning_rate, warmup_iters, lr_decay_iters, min_lr, schedule)
     for group in optimizer.param_groups:
         group['lr'] = lr
     t0 = time.time()
     for micro_step in range(accum):
-        batch = next_batch('train', streams[micro_step])
         if ddp:  # sync gradients only on the last micro-step, and say so BEFORE its forward pass
             model.require_backward_grad_sync = micro_step == accum - 1
         with autocast:
             _, loss = model(**batch)
+        window_flops += flops
+        if micro_step == accum - 1:
+            stream0_state = streams[0].get_state()
+        batch, flops = train_batch((micro_step + 1) % accum)  # while the device runs this forward
         scaler.scale(loss / accum).backward()
         train_loss_sum += loss.detach()
         train_loss_count += 1
-        window_flops += step_flops(raw_model, batch) if peak else 0.0
     if grad_clip:
         scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
@@ -379,28 +399,36 @@ while iter_num < max_iters:
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
     iter_num += 1
-    if device_type == 'cuda':
-        torch.cuda.synchronize()
-    window_time += time.time() - t0
     bar.update(1)
+    # the host reads device values, and so waits for the device, only at log and evaluation steps: every other step
+    # is queued while the device still runs the one before. Processes must stop at the same step: they agree at log
+    # steps, so under torchrun a signal stops the run within log_interval steps (one process stops after this step)
+    log_step = iter_num % log_interval == 0 or iter_num == max_iters
+    eval_step = iter_num % eval_interval == 0 or iter_num == max_iters
     stopping = bool(stop_signal)
-    if ddp:
-        flag = torch.tensor(float(stopping), device=device)
-        dist.all_reduce(flag)
-        stopping = bool(flag.item())
-    if iter_num % log_interval == 0 or iter_num == max_iters or stopping:
+    if ddp and log_step:  # with the FLOPs of every process, for MFU
+        shared = torch.tensor([float(stopping), window_flops], dtype=torch.float64, device=device)
+        dist.all_reduce(shared)
+        stop_votes, window_flops = shared.tolist()
+        stopping = stop_votes > 0
+    elif ddp:
+        stopping = False
+    if device_type == 'cuda' and (log_step or eval_step or stopping):
+        torch.cuda.synchronize()  # the window's clock includes all the device work queued in it
+    window_time += time.time() - t0
+    if log_step or stopping:
         train_loss = float(train_loss_sum) / train_loss_count  # this process's micro-batches since the last line
         stop_on_nan(train_loss, 'training')
         record = dict(iter=iter_num, train_loss=train_loss, lr=lr,
                       tokens_per_sec=tokens_per_step * train_loss_count / accum / window_time, time=time.time())
-        if peak:
-            record['mfu'] = window_flops * world_size / window_time / peak
+        if peak:  # all processes' FLOPs over all their peaks
+            record['mfu'] = window_flops / window_time / (world_size * peak)
         write_log(record)
         bar.set_postfix(loss=f"{train_loss:.4f}", lr=f"{lr:.2e}", tok_s=f"{record['tokens_per_sec']:.0f}",
                         **({'mfu': f"{100 * record['mfu']:.1f}%"} if peak else {}))
         train_loss_sum.zero_()
         train_loss_count, window_time, window_flops = 0, 0.0, 0.0
-    if iter_num % eval_interval == 0 or iter_num == max_iters or stopping:
+    if eval_step or stopping:
         losses = estimate_loss()
         stop_on_nan(losses['val'], 'validation')
         improved = losses['val'] < best_val_loss

@@ -421,3 +421,15 @@ def test_the_judge_is_checked_with_its_corpus_and_output_before_any_sampling(tmp
                    f'--judge_dataset={corpus}', '--judge_tokens=160')
     scores = capsys.readouterr().out.splitlines()[-1]
     assert scores.startswith('judge ') and 'nan' not in scores and 'n=1' in scores, scores
+
+
+def test_auto_samples_with_sdpa_on_every_device(tmp_path, monkeypatch):
+    """Left to right the window grows by a token a step, and flex (the training backend on a GPU) compiles again for
+    every length, eager after 8: sample.py's auto means sdpa wherever it runs. pick_attn_backend answers here as it
+    does on a GPU (auto -> flex); an explicit --attn_backend is kept."""
+    import devices
+    monkeypatch.setattr(devices, 'pick_attn_backend', lambda backend, device: 'flex' if backend == 'auto' else backend)
+    path = byte_checkpoint(tmp_path, 'ar', None)
+    assert run_in_process('sample.py', f'--ckpt={path}', '--max_new_tokens=2')['model'].config.attn_backend == 'sdpa'
+    chosen = run_in_process('sample.py', f'--ckpt={path}', '--max_new_tokens=2', '--attn_backend=flex')
+    assert chosen['model'].config.attn_backend == 'flex'

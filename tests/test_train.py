@@ -527,3 +527,125 @@ def test_checkpoints_honour_the_umask(tmp_path):
     finally:
         os.umask(old)
     assert (tmp_path / 'ckpt.pt').stat().st_mode & 0o777 == 0o640
+
+
+# -----------------------------------------------------------------------------
+# the GPU path, shown on a CPU: MFU, when the host waits for the device, compile and DDP
+
+PEAK = 1e12  # a made-up peak FLOP/s: train.py counts FLOPs for MFU only where it knows the device's peak
+# 7 steps of 2 micro-batches: a training line every 3 steps, an evaluation at 6, both at the last step
+WINDOWS = ['--objective=vm', '--max_iters=7', '--log_interval=3', '--eval_interval=6',
+           '--gradient_accumulation_steps=2']
+
+
+def assert_mfu_counts_every_micro_batch_once(out_dir, run, world_size):
+    """Each training line's MFU = the FLOPs of every micro-batch of every process in its window, over the window's
+    seconds (read back from tokens_per_sec) times world_size peaks: one definition for any number of processes."""
+    from devices import step_flops
+    streams = [torch.Generator().manual_seed(1337 * 1000 + k) for k in range(2)]  # train.py's, in any layout
+    tokens_per_step, done = 4 * 33 * 2, 0
+    for record in log(out_dir, 'train_loss'):
+        steps = record['iter'] - done
+        flops = sum(step_flops(run['raw_model'], run['pretraining'].batch(run['sequences']('train', g), g, run['bos']))
+                    for _ in range(steps) for g in streams)
+        seconds = tokens_per_step * steps / record['tokens_per_sec']
+        assert record['mfu'] == pytest.approx(flops / seconds / (world_size * PEAK), rel=1e-9), record
+        done = record['iter']
+    assert done == 7
+
+
+def test_no_step_waits_for_the_device_outside_log_and_eval_steps(tmp_path, tiny_corpus):
+    """On a GPU every host read of a device value (.item(), float(), ...) waits for the device's queue to drain, and
+    the device idles while the host builds the next step: MFU's FLOPs are counted on the host batch, and device
+    values are read at log and evaluation steps only (tests/host_reads.py counts the reads on the CPU)."""
+    from host_reads import counting
+    with counting(peak=PEAK) as reads:
+        run = train_here(tmp_path / 'out', tiny_corpus, *WINDOWS)
+    assert {step for step, _, _ in reads.reads} == {3, 6, 7}, reads.reads
+    assert_mfu_counts_every_micro_batch_once(tmp_path / 'out', run, world_size=1)
+
+
+@pytest.mark.long
+def test_under_torchrun_mfu_counts_each_process_once_and_steps_do_not_wait(tmp_path, tiny_corpus):
+    """2 gloo processes x 1 micro-step log the MFU one process with 2 micro-steps defines (it was world_size times too
+    high), and their vote to stop no longer reads the device every step: they vote at log steps."""
+    result = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2',
+                             'tests/host_reads.py', str(tmp_path / 'reads'), 'train.py', f'--dataset={tiny_corpus}',
+                             f'--out_dir={tmp_path / "ddp"}', *TINY, *WINDOWS], cwd=ROOT, capture_output=True,
+                            text=True, timeout=600, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    assert result.returncode == 0, result.stderr
+    for rank in (0, 1):
+        reads = json.load(open(tmp_path / f'reads.{rank}.json'))
+        assert {step for step, _, _ in reads} == {3, 6, 7}, (rank, reads)
+    run = train_here(tmp_path / 'layout', tiny_corpus, *WINDOWS, '--max_iters=0')  # the model and data, no step
+    assert_mfu_counts_every_micro_batch_once(tmp_path / 'ddp', run, world_size=2)
+
+
+@pytest.mark.long
+def test_under_torchrun_a_signal_stops_every_process_at_the_same_log_step(tmp_path, tiny_corpus):
+    """The processes vote on stopping at log steps: TERM to torchrun (which passes it on, as a scheduler's does)
+    stops both after the same step, a log step, with both data positions saved."""
+    out = tmp_path / 'out'
+    proc = subprocess.Popen([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2',
+                             'train.py', f'--dataset={tiny_corpus}', f'--out_dir={out}', *TINY, '--max_iters=100000',
+                             '--eval_interval=100000', '--log_interval=4', '--gradient_accumulation_steps=2'],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    while not (out / 'log.jsonl').exists():  # both processes past their first vote: their signal handlers are set
+        assert proc.poll() is None, proc.communicate()[1]
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=600)  # a guard against a hang only
+    ckpt = read_checkpoint(out / 'ckpt_last.pt')
+    assert ckpt['iter'] % 4 == 0 and 0 < ckpt['iter'] < 100000, stderr
+    assert len(ckpt['streams']) == 2 and log(out)[-1]['iter'] == ckpt['iter']
+    assert 'init_from=resume' in stdout + stderr
+
+
+def compiled_with_aot_eager(monkeypatch):
+    """torch.compile as train.py calls it, on aot_eager: what recompiles and where graphs break is dynamo's doing
+    whatever the backend, and inductor's C++ build takes a minute a model on a CPU. Dynamo raises on a recompile."""
+    import functools
+    monkeypatch.setattr(torch, 'compile', functools.partial(torch.compile, backend='aot_eager'))
+    monkeypatch.setattr(torch._dynamo.config, 'error_on_recompile', True)
+    torch._dynamo.reset()  # what other tests compiled would count as this run's recompiles
+    torch._dynamo.utils.counters.clear()
+    return torch._dynamo.utils.counters
+
+
+@pytest.mark.parametrize('objective', [['--objective=ar'], ['--objective=vm', '--two_stream=True']])
+def test_a_compiled_model_trains_without_recompiling(tmp_path, tiny_corpus, monkeypatch, objective):
+    """Every batch of a run has the same shapes: the first micro-step compiles one graph, and the second and every
+    later step reuse it, across the evaluations between them (eval mode and back)."""
+    counters = compiled_with_aot_eager(monkeypatch)
+    try:
+        train_here(tmp_path / 'out', tiny_corpus, *objective, '--compile=True', '--max_iters=4', '--eval_interval=2',
+                   '--gradient_accumulation_steps=2')
+        assert counters['stats']['unique_graphs'] == 1 and not counters['graph_break'], dict(counters)
+    finally:
+        torch._dynamo.reset()
+
+
+def test_ddp_around_the_compiled_model_splits_its_graph_at_the_gradient_buckets(tmp_path, tiny_corpus, monkeypatch):
+    """torch.compile inside DDP, as PyTorch advises: DDP's eager forward marks itself active, so dynamo cuts the
+    compiled graph at DDP's gradient buckets (DDPOptimizer: one backward graph per bucket, whose all-reduce can start
+    while the rest of the backward runs); compiling DDP instead breaks the graph inside DDP's forward. One gloo
+    process; checkpoints hold the plain module's keys."""
+    import socket
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    for key, value in dict(RANK=0, LOCAL_RANK=0, WORLD_SIZE=1, MASTER_ADDR='127.0.0.1', MASTER_PORT=port).items():
+        monkeypatch.setenv(key, str(value))
+    counters = compiled_with_aot_eager(monkeypatch)
+    try:
+        run = train_here(tmp_path / 'out', tiny_corpus, '--objective=vm', '--two_stream=True', '--compile=True',
+                         '--max_iters=2', '--eval_interval=2', '--gradient_accumulation_steps=2')
+        assert counters['stats']['unique_graphs'] == 1 and not counters['graph_break'], dict(counters)
+        assert counters['aot_autograd']['ok'] >= 2, dict(counters)  # the graph's pieces, one per bucket
+    finally:
+        torch._dynamo.reset()
+        if torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+    assert type(run['model']).__name__ == 'DistributedDataParallel'
+    assert read_checkpoint(tmp_path / 'out' / 'ckpt_last.pt')['model'].keys() == run['raw_model'].state_dict().keys()
