@@ -105,7 +105,7 @@ def step_memory(model, batch, training=True):
     rows, per_row = n_content + n_query, 4 if training else 1
     weights = 4 * sum(p.numel() for p in model.parameters()) * (4 if training else 1)
     activations = 4 * B * rows * model.config.n_embd * model.config.n_layer * per_row
-    dense = model.config.attn_backend == 'sdpa' and not (batch['causal'] and n_query == 0)
+    dense = model.config.attn_backend == 'sdpa' and not (batch['causal'] and n_query == 0 or batch['all_visible'])
     head = model.config.vocab_size if model.config.input_kind == 'tokens' else model.config.patch_dim
     logits = 4 * B * batch['valid'].shape[1] * head * (3 if training else 1)
     return weights + activations + (B * rows * n_content if dense else 0) + logits
