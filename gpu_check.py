@@ -152,7 +152,8 @@ def environment():
     versions = dict(torch=torch.__version__, triton=triton_version, cuda=torch.version.cuda,
                     cudnn=torch.backends.cudnn.version(), python=platform.python_version(),
                     nccl='.'.join(map(str, torch.cuda.nccl.version())) if cuda else None)
-    note(f"- {device_name}; " + ', '.join(f"{k} {v}" for k, v in versions.items() if v is not None), **versions)
+    note(f"- {device_name}; " + ', '.join(f"{k} {v}" for k, v in versions.items() if v is not None),
+         item='environment', device=device_name, **versions)
     on = dict(device='cuda' if cuda else 'cpu', requires_grad=True)
     kernels = {}
     for dtype in (torch.bfloat16, torch.float32):
@@ -161,7 +162,7 @@ def environment():
         for what, kwargs in (('causal', dict(is_causal=True)), ('boolean mask', dict(attn_mask=mask))):
             kernels[f"{str(dtype)[6:]}, {what}"] = sdpa_kernels(q, q, q, **kwargs)
     note('- SDPA kernels that run here (forward + backward): ' + '; '.join(
-        f"{k}: {', '.join(v) or 'none'}" for k, v in kernels.items()), sdpa_kernels=kernels)
+        f"{k}: {', '.join(v) or 'none'}" for k, v in kernels.items()), item='environment', sdpa_kernels=kernels)
     return 'PASS'
 
 # -----------------------------------------------------------------------------
@@ -182,8 +183,8 @@ def gap(outputs, reference):
 
 def correctness():
     dev, failed = 'cuda' if cuda else 'cpu', 0
-    note(f"- flex ({'compiled, forward + backward' if cuda else 'eager, forward: no CPU flex backward'}) against SDPA's "
-         f"math kernel in IEEE float32 (TF32 off), batch {BATCH}, {HEADS} heads of {HEAD_SIZE}; relative gap "
+    note(f"- flex ({'compiled, forward + backward' if cuda else 'eager, forward: no CPU flex backward'}) against "
+         f"SDPA's math kernel in IEEE float32 (TF32 off), batch {BATCH}, {HEADS} heads of {HEAD_SIZE}; relative gap "
          "max |flex - math| / max |math|:")
     for S in LENGTHS:
         torch._dynamo.reset()  # static compiles for each length: dynamo makes a second shape dynamic
@@ -216,7 +217,7 @@ def correctness():
                             ', '.join(f"{kernel} {g:.1e}" for kernel, g in sdpa_gaps.items())
                 failed += not ok
                 note(f"- {'PASS' if ok else 'FAIL'}  {name} S={S} {str(dtype)[6:]}: {flex_gap:.1e} ({limit})",
-                     part='correctness', mask=name, S=S, dtype=str(dtype)[6:], gap=flex_gap, sdpa_gaps=sdpa_gaps,
+                     item='correctness', mask=name, S=S, dtype=str(dtype)[6:], gap=flex_gap, sdpa_gaps=sdpa_gaps,
                      backward=cuda, ok=ok)
             note(f"  ({S}, {str(dtype)[6:]}: {time.time() - start:.0f} s, compile included)")
     return failed
@@ -239,7 +240,7 @@ def goal_lines(result, names):
         if t['name'] in names:
             measured = 'n/a' if t['measured'] is None else f"{t['measured']:.3f}"
             note(f"- goal {t['status']}: {t['name']} {t['target']}, measured {measured} ({t['note']})",
-                 part='goal', **t)
+                 item='goal', **t)
 
 def attention_speed():
     status, result = bench('p4', limits['attention'], '--jobs=(attention,)')
@@ -248,7 +249,7 @@ def attention_speed():
         note(f"- dar attention, S={a['seq_len']}, batch {a['batch_size']}, {result['model']['n_head']} heads, "
              f"{a['dtype']}, {a['mode']}: flex {a['flex_ms']:.2f} ms; dense SDPA " +
              ', '.join(f"{k} {ms:.2f} ms" for k, ms in a['sdpa_kernels_ms'].items()) +
-             f"; flex {a['speedup']:.2f}x the fastest ({a['sdpa_kernel']})", part='P4', **a)
+             f"; flex {a['speedup']:.2f}x the fastest ({a['sdpa_kernel']})", item='P4', **a)
         goal_lines(result, ('flex / dense-SDPA dar attention fwd+bwd speedup',))
     return status
 
@@ -259,7 +260,7 @@ def model_speed():
             note(f"- {r['variant']} {r['mode']} ({r['backend']}, S={r['seq_len']}, batch {r['batch_size']}, "
                  f"{result['dtype']}{', compiled' if result['compile'] else ''}): {r['ms_per_step']:.1f} ms/step, "
                  f"{r['tokens_per_s']:.0f} tokens/s, MFU {percent(r['mfu'])}, "
-                 f"peak {r['peak_mem_mb']:.0f} MiB", part='P5', **r)
+                 f"peak {r['peak_mem_mb']:.0f} MiB", item='P5', **r)
         goal_lines(result, ('ar MFU', 'dar MFU'))
     return status
 
@@ -295,7 +296,7 @@ def command():
             log = [json.loads(line) for line in f]
         train, evals = [r for r in log if 'train_loss' in r], [r for r in log if 'val_loss' in r]
         text = log_text(config) + log_text(f'{config}-resume')
-        figures = dict(part='command', config=config, first_loss=train[0]['train_loss'],
+        figures = dict(item='command', config=config, first_loss=train[0]['train_loss'],
                        last_loss=train[-1]['train_loss'],
                        val_loss={r['iter']: r['val_loss'] for r in evals}, tokens_per_s=train[-1]['tokens_per_sec'],
                        mfu=train[-1].get('mfu'), recompiles=text.count('Recompiling function'),
@@ -328,17 +329,18 @@ def compile_cache():
     os.replace(tarball + '.tmp', tarball)
     size = sum(os.path.getsize(path) for path in files)
     note(f"- {len(files)} files, {size / 2 ** 20:.0f} MiB in {cache_dir}, packed into {tarball} "
-         f"({os.path.getsize(tarball) / 2 ** 20:.0f} MiB): bring it to the next lease", part='cache', files=len(files),
+         f"({os.path.getsize(tarball) / 2 ** 20:.0f} MiB): bring it to the next lease", item='cache', files=len(files),
          mib=size / 2 ** 20, packed_mib=os.path.getsize(tarball) / 2 ** 20)
     return 'PASS'
 
 # -----------------------------------------------------------------------------
 # a part in its own process (the check starts it), or the check: every part in order
 
-if part == 'correctness':
-    raise SystemExit(1 if correctness() else 0)
-if part:
+if part not in ('', 'correctness'):
     raise UsageError(f"part must be '' (the whole check) or 'correctness', got {part!r}")
+if part:
+    os.makedirs(record, exist_ok=True)
+    raise SystemExit(1 if correctness() else 0)
 
 start, date = time.time(), datetime.now(timezone.utc).strftime('%Y-%m-%d')
 slug = re.sub(r'[^a-z0-9]+', '-', device_name.lower()).strip('-')
