@@ -53,14 +53,14 @@ import torch.nn.functional as F
 
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import dataset_dir
-from devices import SDPA_KERNELS, full_float32, sdpa_kernels, sdpa_with
+from devices import full_float32, sdpa_kernels, sdpa_with
 from model import dense_mask, flex_attention, flex_block_mask
 from objectives import PAD_GROUP, Objective
 
 # -----------------------------------------------------------------------------
 # default config
 record_root = 'experiments/gpu'  # records go to record_root/<device>-<date>/, the compile cache beside them
-record = ''                      # internal: the record folder a part run by the check writes to
+record = ''                      # internal: the record folder of the check that runs this part
 part = ''                        # internal: run this one part in this process ('correctness')
 dataset = 'shakespeare'          # part 4's corpus (data/<dataset>), GPT-2 BPE
 device = 'auto'                  # 'cpu': the toy run even where there is a GPU
@@ -85,10 +85,10 @@ if cuda:
     TRAIN, STEPS = ['--n_layer=4', '--eval_interval=30', '--eval_iters=5'], (60, 80)
 else:
     LENGTHS, BATCH, HEADS, HEAD_SIZE = (32, 256), 2, 2, 16
-    BENCH = ['--n_layer=1', '--n_head=2', '--n_embd=32', '--block_size=64', '--batch_size=2']
+    BENCH = ['--device=cpu', '--n_layer=1', '--n_head=2', '--n_embd=32', '--block_size=64', '--batch_size=2']
     SPEED = ['--seq_lens=(64,)', '--backends=(sdpa,)', '--warmup=1', '--steps=2']
-    TRAIN = ['--n_layer=1', '--n_head=2', '--n_embd=64', '--block_size=64', '--batch_size=4', '--eval_interval=3',
-             '--eval_iters=2']
+    TRAIN = ['--device=cpu', '--n_layer=1', '--n_head=2', '--n_embd=64', '--block_size=64', '--batch_size=4',
+             '--eval_interval=3', '--eval_iters=2']
     STEPS = (6, 8)
 if cuda:
     device_name = torch.cuda.get_device_name()
@@ -96,6 +96,7 @@ else:
     cpuinfo = open('/proc/cpuinfo').read() if os.path.exists('/proc/cpuinfo') else ''
     device_name = 'CPU ' + (re.findall(r'model name\s*:\s*(.*)', cpuinfo) or [platform.processor() or
                                                                               platform.machine()])[0].strip()
+ROOT = os.path.dirname(os.path.abspath(__file__))  # bench.py, train.py and config/ beside this file
 cache_dir = os.path.abspath(os.path.join(record_root, 'compile-cache'))
 os.environ.setdefault('TORCHINDUCTOR_CACHE_DIR', cache_dir)  # every part and every process it starts
 
@@ -118,16 +119,36 @@ def run(commands, limit, env=None):
     deadline, codes, procs = time.time() + limit, {}, {}
     for name, argv in commands.items():
         with open(os.path.join(record, 'logs', f'{name}.log'), 'a') as log:
-            procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
                                            env={**os.environ, **(env or {})})
     for name, proc in procs.items():
         try:
             codes[name] = proc.wait(timeout=max(0.0, deadline - time.time()))
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # its own session: torchrun and the trainers it started too
+            for pid in [proc.pid] + descendants(proc.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:  # ended meanwhile
+                    pass
             proc.wait()
             codes[name] = None
     return codes
+
+def descendants(pid):
+    """Every process started under pid, read from /proc: torchrun starts each trainer in a session of its own, where
+    a signal to torchrun's group does not reach, and a trainer left behind would hold the GPU."""
+    children = {}
+    for entry in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open(f'/proc/{entry}/stat') as f:
+                children.setdefault(int(f.read().rsplit(')', 1)[1].split()[1]), []).append(int(entry))
+        except (OSError, IndexError, ValueError):  # ended meanwhile
+            pass
+    found, todo = [], [pid]
+    while todo:
+        todo = [child for parent in todo for child in children.get(parent, [])]
+        found += todo
+    return found
 
 def log_text(name):
     with open(os.path.join(record, 'logs', f'{name}.log')) as f:
@@ -197,11 +218,11 @@ def correctness():
                 shapes = [(BATCH, HEADS, 2 * S - 1, HEAD_SIZE)] + [(BATCH, HEADS, S, HEAD_SIZE)] * 2
                 q, k, v = (torch.randn(shape, generator=generator).to(dev, dtype).requires_grad_(cuda)
                            for shape in shapes)
-                upstream = torch.randn(shapes[0], generator=generator).to(dev, dtype)
+                upstream = torch.randn(shapes[0], generator=generator).to(dev)
 
                 def attend(fn, inputs=(q, k, v)):  # -> output and, on CUDA (flex has no CPU backward), gradients
                     out = fn(*inputs)
-                    return [out] + (list(torch.autograd.grad(out, inputs, upstream)) if cuda else [])
+                    return [out] + (list(torch.autograd.grad(out, inputs, upstream.to(out.dtype))) if cuda else [])
                 with full_float32():
                     reference = attend(lambda *t: sdpa_with('math')(*t, attn_mask=mask),
                                        [t.detach().float().requires_grad_(cuda) for t in (q, k, v)])
@@ -268,19 +289,20 @@ def model_speed():
 # 4) the design card's command, one process, then resumed
 
 def command():
-    if not os.path.exists(os.path.join(dataset_dir(dataset), 'train.bin')):
-        note(f"- no corpus {dataset_dir(dataset)}/train.bin: run python data/shakespeare/prepare.py (a GPU machine "
-             "without a network: bring data/shakespeare/ along)")
+    corpus = os.path.abspath(dataset_dir(dataset))
+    if not os.path.exists(os.path.join(corpus, 'train.bin')):
+        note(f"- no corpus {corpus}/train.bin: run python data/shakespeare/prepare.py (a GPU machine without a "
+             "network: bring data/shakespeare/ along)")
         return 'FAIL'
     deadline = time.time() + limits['command']
     configs, outs = ('vm_pile', 'dar_pile'), {}
     for steps, resume in zip(STEPS, (False, True)):
         commands = {}
         for config in configs:
-            outs[config] = os.path.join('out', 'gpu-check', os.path.basename(record), config)  # checkpoints: not kept
+            outs[config] = os.path.join(ROOT, 'out', 'gpu-check', os.path.basename(record), config)  # not kept
             commands[f"{config}{'-resume' if resume else ''}"] = [
                 sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=1', 'train.py',
-                f'config/{config}.py', f'--dataset={dataset}', f'--out_dir={outs[config]}', '--progress=False',
+                f'config/{config}.py', f'--dataset={corpus}', f'--out_dir={outs[config]}', '--progress=False',
                 '--gradient_accumulation_steps=1', f'--max_iters={steps}', f'--lr_decay_iters={STEPS[1]}', *TRAIN,
                 *(['--init_from=resume'] if resume else ['--overwrite=True'])]
         codes = run(commands, deadline - time.time(), env={'TORCH_LOGS': 'recompiles,graph_breaks',
@@ -344,11 +366,11 @@ if part:
 
 start, date = time.time(), datetime.now(timezone.utc).strftime('%Y-%m-%d')
 slug = re.sub(r'[^a-z0-9]+', '-', device_name.lower()).strip('-')
-record = record or os.path.join(record_root, f"{slug}-{date}")
+record = os.path.abspath(os.path.join(record_root, f"{slug}-{date}"))
 for n in range(2, 100):  # a second run the same day gets its own folder
     if not os.path.exists(record):
         break
-    record = os.path.join(record_root, f"{slug}-{date}-{n}")
+    record = os.path.abspath(os.path.join(record_root, f"{slug}-{date}-{n}"))
 os.makedirs(record)
 if not os.path.isdir(cache_dir) and os.path.exists(cache_dir + '.tar.gz'):  # the last lease's compiles
     with tarfile.open(cache_dir + '.tar.gz') as tar:
