@@ -6,7 +6,7 @@ CPU (the default, a 4 x 256 model; SDPA trains, FlexAttention is timed forward-o
 $ python bench.py --steps=10
 One GPU, GPT-2 124M (S = 128 / 512 / 1024 timed, 4096 for memory; flex compiled, bf16):
 $ python bench.py config/gpt2_124m_bench.py
-A GPU lease of a few minutes runs slices of it (--jobs=attention, --jobs=speed) inside `make gpu-check` (gpu_check.py).
+A GPU lease of a few minutes runs slices of it (--jobs='(attention,)', then speed) in `make gpu-check` (gpu_check.py).
 
 Variants (objectives.Objective.batch builds each batch; the model turns its group ids into masks):
   ar    one-stream causal GPT (SDPA's own causal kernel on the sdpa backend)
@@ -129,7 +129,7 @@ if not train_backends:
     raise UsageError("FlexAttention has no CPU backward, so CPU training steps need the sdpa backend: "
                      "add --backends=sdpa (flex is then timed forward-only next to it)")
 # eager flex materialises every score: on CUDA a fallback to it must never be timed as flex, so it is an error; on
-# CPU eager flex is the path by design (forward only), and says so in every table
+# CPU eager flex is the path by design (timed forward only)
 warnings.filterwarnings('error' if cuda else 'ignore', message='flex_attention called without torch.compile')
 # every model is compiled with static shapes, each a compile of Transformer.forward's one code object: one length's
 # side-by-side run holds up to 18 models. A model dynamo gave up on would run eagerly, timed as compiled: an error

@@ -165,7 +165,7 @@ class Attention(nn.Module):
 
     def forward(self, x, n_content, mask, causal, rotary=None):
         # x: (B, R, C), content rows first, then R - n_content query rows; mask: (B, 1, R, n_content) bool (sdpa),
-        # a BlockMask (flex), or None with causal=True (SDPA's own causal kernel); rotary: (cos, sin) of every row
+        # a BlockMask (flex), or None: SDPA unmasked (causal=True: its causal kernel); rotary: (cos, sin) of every row
         B, R, C = x.shape
         q, k, v = self.c_attn(x[:, :n_content]).split(C, dim=2)  # each (B, n_content, C)
         if R > n_content:  # query rows: only their queries (Eq. 23: K and V come from the content stream)
