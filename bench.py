@@ -128,6 +128,9 @@ forward_backends = [] if cuda else list(backends)
 if not train_backends:
     raise UsageError("FlexAttention has no CPU backward, so CPU training steps need the sdpa backend: "
                      "add --backends=sdpa (flex is then timed forward-only next to it)")
+if compile and not cuda and 'flex' in backends:  # the model builds its BlockMask inside the compiled graph
+    raise UsageError("inductor's CPU FlexAttention kernel cannot read a BlockMask built inside a compiled model: "
+                     "on CPU, --compile=True times --backends='(sdpa,)' only (flex runs eagerly without it)")
 # eager flex materialises every score: on CUDA a fallback to it must never be timed as flex, so it is an error; on
 # CPU eager flex is the path by design (timed forward only)
 warnings.filterwarnings('error' if cuda else 'ignore', message='flex_attention called without torch.compile')

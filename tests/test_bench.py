@@ -133,8 +133,9 @@ def test_one_job_alone(tmp_path):
 
 
 def test_bad_input_is_one_line():
-    for flag, word in (('--variants=gpt', 'variants'), ('--jobs=(speed,timing)', 'jobs')):
-        proc = run_script('bench.py', flag, '--progress=False')
+    for flags, word in ((['--variants=gpt'], 'variants'), (['--jobs=(speed,timing)'], 'jobs'),
+                        (['--compile=True', '--device=cpu'], 'BlockMask')):
+        proc = run_script('bench.py', *flags, '--progress=False')
         assert proc.returncode == 1 and proc.stderr.strip().count('\n') == 0
         assert 'bench.py: error:' in proc.stderr and word in proc.stderr
     proc = run_script('bench.py', '--progress=False', env={'RANK': '0'})
