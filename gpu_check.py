@@ -9,9 +9,9 @@ run cut short keeps what finished:
                   mdlm masks at S = 128 and 1024, in IEEE float32 (TF32 off); at S = 1024 in bf16 too, where
                   flex's error from float32 must be of SDPA's own bf16 kernels' order (a wrong mask errs by O(1))
   2 P4            two-stream dar attention at S = 1024, batch 16, 12 heads of 64: compiled flex against the fastest
-                  dense SDPA kernel, named, forward + backward; goal >= 1.7x           (bench.py --jobs=attention)
+                  dense SDPA kernel, named, forward + backward; goal >= 1.7x              (bench.py's attention job)
   3 P5            GPT-2 124M at S = 1024, bf16, compiled with static shapes, on the flex path train.py takes: MFU and
-                  peak memory of ar, dar and two-stream vm; goals ar >= 45%, dar >= 40%      (bench.py --jobs=speed)
+                  peak memory of ar, dar and two-stream vm; goals ar >= 45%, dar >= 40%        (bench.py's speed job)
   4 the command   torchrun --standalone --nproc_per_node=1 train.py config/vm_pile.py, and config/dar_pile.py beside
                   it, on the Shakespeare plays (python data/shakespeare/prepare.py) at 4 layers: 60 steps with NCCL,
                   DDP, compile, flex, bf16, evaluation and checkpoints, then resumed for 20 more; recompiles and
@@ -20,7 +20,7 @@ run cut short keeps what finished:
                   compile-cache.tar.gz beside the records: the next lease unpacks it and its compiles are cache hits
 The exit code is 1 if a part failed or was cut; a goal missed is reported, not failed. Without a GPU every part runs
 at toy sizes on the CPU, as far as the CPU goes (flex forward only, gloo, float32, eager), into
-experiments/gpu/cpu-<name>-<date>/ (not kept in git), in about two minutes.
+experiments/gpu/cpu-<name>-<date>/ (not kept in git), in about a minute.
 
 Time budget on one H100 with a cold cache: 350 s of limits, plus the check's own start (estimates, not yet
 measured: no GPU was at hand when it was written). A process with torch and CUDA starts in ~5 s; inductor compiles
@@ -30,13 +30,15 @@ at 16 x 1024 tokens ~60-80 ms, 25 per model). A warm cache (part 5) takes most c
   0:  10 s  version queries and tiny SDPA calls
   1:  65 s  3 flex compiles (float32 at both lengths, bf16 at 1024; the 5 masks padded to one shape per length) and
             2 of create_block_mask ~50 s, the math-kernel references ~5 s
-  2:  30 s  one flex compile ~12 s + the dense kernels that take a boolean mask, 60 calls each ~5 s
-  3: 150 s  3 GPT-2 compiles ~120 s + 75 timed steps and 3 memory probes ~10 s
+  2:  30 s  start ~5 s, one flex and one create_block_mask compile ~17 s, the dense kernels that take a boolean
+            mask and flex, 60 calls each ~5 s
+  3: 150 s  start ~5 s, 3 GPT-2 compiles ~120 s, 75 timed steps and 3 memory probes ~10 s
   4:  80 s  vm and dar side by side (their compiles share 16 cores; a 4-layer step ~10 ms): start ~10 s, compile
             ~20 s, the eager evaluation's flex compile ~10 s, 60 steps and checkpoints ~5 s; the resumes ~25 s
   5:  15 s  packing the cache (fast gzip)
 """
 import json
+import math
 import os
 import platform
 import re
@@ -45,6 +47,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from datetime import datetime, timezone
 
@@ -97,8 +100,9 @@ else:
     device_name = 'CPU ' + (re.findall(r'model name\s*:\s*(.*)', cpuinfo) or [platform.processor() or
                                                                               platform.machine()])[0].strip()
 ROOT = os.path.dirname(os.path.abspath(__file__))  # bench.py, train.py and config/ beside this file
-cache_dir = os.path.abspath(os.path.join(record_root, 'compile-cache'))
-os.environ.setdefault('TORCHINDUCTOR_CACHE_DIR', cache_dir)  # every part and every process it starts
+# every part and every process it starts compiles into one cache: record_root/compile-cache unless one is set
+cache_dir = os.environ.setdefault('TORCHINDUCTOR_CACHE_DIR',
+                                  os.path.abspath(os.path.join(record_root, 'compile-cache')))
 
 # -----------------------------------------------------------------------------
 # the record: lines appended as they finish
@@ -294,26 +298,25 @@ def command():
         note(f"- no corpus {corpus}/train.bin: run python data/shakespeare/prepare.py (a GPU machine without a "
              "network: bring data/shakespeare/ along)")
         return 'FAIL'
-    deadline = time.time() + limits['command']
-    configs, outs = ('vm_pile', 'dar_pile'), {}
-    for steps, resume in zip(STEPS, (False, True)):
-        commands = {}
-        for config in configs:
-            outs[config] = os.path.join(ROOT, 'out', 'gpu-check', os.path.basename(record), config)  # not kept
-            commands[f"{config}{'-resume' if resume else ''}"] = [
+    deadline, configs, saved = time.time() + limits['command'], ('vm_pile', 'dar_pile'), {}
+    with tempfile.TemporaryDirectory(prefix='gpu_check-') as runs:  # the checkpoints: only this part resumes them
+        for steps, resume in zip(STEPS, (False, True)):
+            codes = run({f"{config}{'-resume' if resume else ''}": [
                 sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=1', 'train.py',
-                f'config/{config}.py', f'--dataset={corpus}', f'--out_dir={outs[config]}', '--progress=False',
-                '--gradient_accumulation_steps=1', f'--max_iters={steps}', f'--lr_decay_iters={STEPS[1]}', *TRAIN,
-                *(['--init_from=resume'] if resume else ['--overwrite=True'])]
-        codes = run(commands, deadline - time.time(), env={'TORCH_LOGS': 'recompiles,graph_breaks',
-                                                           'NCCL_DEBUG': 'VERSION', 'OMP_NUM_THREADS': '1'})
-        if any(code != 0 for code in codes.values()):
-            for name, code in codes.items():
-                note(f"- {name}: {'cut at the limit' if code is None else f'exit code {code}'} (logs/{name}.log)")
-            return outcome(codes)
+                f'config/{config}.py', f'--dataset={corpus}', f'--out_dir={os.path.join(runs, config)}',
+                '--progress=False', '--gradient_accumulation_steps=1', f'--max_iters={steps}',
+                f'--lr_decay_iters={STEPS[1]}', *TRAIN, *(['--init_from=resume'] if resume else [])]
+                for config in configs}, deadline - time.time(),
+                env={'TORCH_LOGS': 'recompiles,graph_breaks', 'NCCL_DEBUG': 'VERSION', 'OMP_NUM_THREADS': '1'})
+            if any(code != 0 for code in codes.values()):
+                for name, code in codes.items():
+                    note(f"- {name}: {'cut at the limit' if code is None else f'exit code {code}'} (logs/{name}.log)")
+                return outcome(codes)
+        for config in configs:
+            shutil.copy(os.path.join(runs, config, 'log.jsonl'), os.path.join(record, f'{config}.jsonl'))
+            saved[config] = os.path.exists(os.path.join(runs, config, 'ckpt_last.pt'))
     failed = 0
     for config in configs:
-        shutil.copy(os.path.join(outs[config], 'log.jsonl'), os.path.join(record, f'{config}.jsonl'))
         with open(os.path.join(record, f'{config}.jsonl')) as f:
             log = [json.loads(line) for line in f]
         train, evals = [r for r in log if 'train_loss' in r], [r for r in log if 'val_loss' in r]
@@ -325,8 +328,7 @@ def command():
                        graph_breaks=text.count('Graph break in user code'),
                        nccl=(re.findall(r'NCCL version \S+', text) or ['NCCL: no version line'])[0] if cuda else 'gloo',
                        header=(re.findall(r'^.*process\(es\).*$', text, re.M) or [''])[0])
-        ok = evals[-1]['iter'] == STEPS[1] and all(r['val_loss'] < float('inf') for r in evals) and \
-            os.path.exists(os.path.join(outs[config], 'ckpt_last.pt'))
+        ok = saved[config] and evals[-1]['iter'] == STEPS[1] and all(math.isfinite(r['val_loss']) for r in evals)
         failed += not ok
         note(f"- {'PASS' if ok else 'FAIL'}  {config}: {STEPS[0]} steps, then resumed to {STEPS[1]}; loss "
              f"{figures['first_loss']:.2f} -> {figures['last_loss']:.2f}, val " +
