@@ -53,7 +53,7 @@ test: setup-test
 
 # first thing on a GPU: what the design card's command needs, in at most 6 minutes on one GPU (gpu_check.py says what
 # and how long), its record in experiments/gpu/; without a GPU, every part at toy sizes on the CPU. No setup here: a
-# leased GPU has no network, so bring the Shakespeare plays along (python data/shakespeare/prepare.py, data/shakespeare/)
+# leased GPU has no network, so bring data/shakespeare/ along (python data/shakespeare/prepare.py writes it)
 gpu-check:
 	$(PYTHON) gpu_check.py
 
