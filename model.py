@@ -114,7 +114,7 @@ def dense_mask(content_groups, query_groups=None):
 # entry, so on CUDA both always run compiled: inside a model that a script compiled whole they join its graph, and an
 # eager caller (evaluation, bench.py) gets them compiled once, here. On CPU they run eagerly (no CPU flex backward).
 
-@functools.cache  # at the first eager call on CUDA, once: a global rebound later would recompile compiled callers
+@functools.cache  # once per function, at its first eager use on CUDA (at import, every CPU script would load dynamo)
 def compiled(fn):
     return torch.compile(fn)  # static for the first shape, dynamic from the second on (the evaluations' lengths)
 

@@ -253,7 +253,7 @@ def test_compiled_flex_forward_equals_sdpa(objective, options, kind):
 def test_compiled_flex_model_is_one_graph_per_objective():
     """The CUDA path's shape of compilation, counted by a backend that only records graphs: the BlockMask and every
     flex call join the model's one graph (no graph break), later batches of either objective reuse it (no
-    recompile: train.py's step 2 once recompiled the trunk), and the numbers are eager's."""
+    recompile, as a compiled kernel stored in a global on first use would cause), and the numbers are eager's."""
     torch._dynamo.reset()
     graphs = []
     model = tiny_model('tokens', 'flex', n_layer=1)
