@@ -2,8 +2,8 @@
 PYTHON ?= python
 PIP = $(PYTHON) -m pip install -q --disable-pip-version-check
 
-.PHONY: setup setup-test data demo test theory images glue-offline reproduce reproduce-bytes masked-generators \
-	data-constrained vision data-constrained-rope reproduce-rope sample-quality clean
+.PHONY: setup setup-test data demo test gpu-check theory images glue-offline reproduce reproduce-bytes \
+	masked-generators data-constrained vision data-constrained-rope reproduce-rope sample-quality clean
 
 # torch 2.13.0 only when no torch is present: an unpinned resolve pulls several GB of CUDA packages
 setup:
@@ -50,6 +50,12 @@ demo: setup
 
 test: setup-test
 	$(PYTHON) -m pytest
+
+# first thing on a GPU: what the design card's command needs, in at most 6 minutes on one GPU (gpu_check.py says what
+# and how long), its record in experiments/gpu/; without a GPU, every part at toy sizes on the CPU. No setup here: a
+# leased GPU has no network, so bring data/shakespeare/ along (python data/shakespeare/prepare.py writes it)
+gpu-check:
+	$(PYTHON) gpu_check.py
 
 theory:
 	$(PYTHON) theory.py toy --r=2 --s=5 --T=2

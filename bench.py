@@ -2,13 +2,11 @@
 Speed and memory of every objective side by side: one training step (forward + backward + AdamW) per variant,
 attention backend and sequence length, all in ONE process so that their ratios are comparable.
 
-First thing on a new machine, a self-check of every path a GPU run takes (one verdict line each; on a 2-core CPU,
-which checks what it can, about 3 minutes):
-$ python bench.py --check=True
 CPU (the default, a 4 x 256 model; SDPA trains, FlexAttention is timed forward-only: it has no CPU backward):
 $ python bench.py --steps=10
 One GPU, GPT-2 124M (S = 128 / 512 / 1024 timed, 4096 for memory; flex compiled, bf16):
 $ python bench.py config/gpt2_124m_bench.py
+A GPU lease of a few minutes runs slices of it (--jobs='(attention,)', then speed) in `make gpu-check` (gpu_check.py).
 
 Variants (objectives.Objective.batch builds each batch; the model turns its group ids into masks):
   ar    one-stream causal GPT (SDPA's own causal kernel on the sdpa backend)
@@ -18,6 +16,7 @@ Variants (objectives.Objective.batch builds each batch; the model turns its grou
   ar_bytes  ar with the byte-level head (320 outputs instead of GPT-2's 50304): what the CPU-scale configs train
 Writes out_dir/bench.json (every number), bench.csv (one row per run) and bench.md (the tables, for the README).
 """
+import functools
 import gc
 import json
 import math
@@ -35,7 +34,7 @@ import torch.nn.functional as F
 from output import atomic_write, claim_out_dir, progress as progress_bar, write_csv
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, model_vocab_size
-from devices import peak_flops, pick_compile, setup_processes, step_flops
+from devices import peak_flops, pick_compile, sdpa_kernels, sdpa_with, setup_processes, step_flops
 from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask
 from objectives import Objective, to_device
 
@@ -45,6 +44,7 @@ out_dir = 'out-bench'
 overwrite = False             # True: replace bench.json/.csv/.md of an earlier run in out_dir; False refuses
 variants = ('ar', 'dar', 'vm2s', 'mlm', 'ar_bytes', 'ar_rope', 'dar_rope', 'vm2s_rope', 'mlm_rope')
 backends = ('sdpa', 'flex')   # 'sdpa' = dense boolean mask (causal kernel for ar); 'flex' = block-sparse FlexAttention
+jobs = ('speed', 'memory', 'attention')  # a step of every variant x backend; memory growth in S; attention alone
 n_layer = 4
 n_head = 4
 n_embd = 256
@@ -55,16 +55,14 @@ block_size = 256              # longest timed sequence (train.py's meaning, so o
 batch_size = 4                # sequences at block_size; shorter ones get more, so every step holds the same tokens
 seq_lens = ()                 # () = 128, 512 and block_size (those <= block_size)
 memory_seq_lens = ()          # memory-only lengths; () = 4 x block_size on CUDA, none on CPU
-warmup = None                 # None: 10 steps on CUDA (compilation happens here), 2 on CPU (1 in the CPU check)
-steps = None                  # timed steps, median reported; None: 50 on CUDA, 10 on CPU (3 in the CPU check)
+warmup = None                 # None: 10 steps on CUDA (compilation happens here), 2 on CPU
+steps = None                  # timed steps, median reported; None: 50 on CUDA, 10 on CPU
 grad_clip = 1.0               # as train.py: clipping is part of its step
 device = 'auto'
 dtype = 'auto'                # bf16 autocast on CUDA, fp32 on CPU
 compile = 'auto'              # torch.compile the model on CUDA (the flex kernel is always compiled on CUDA)
 seed = 1337
 progress = True
-check = False                 # True: the self-check below (compiled flex = dense SDPA, bf16 compiled steps, speed
-                              # and MFU against the targets), one verdict line each, instead of the benchmark
 # -----------------------------------------------------------------------------
 one_line_errors('bench.py')
 config_keys = [k for k, v in globals().items()
@@ -77,7 +75,7 @@ DAR_OVER_AR_MAX = 1.9          # K/V are shared, so the query stream costs less 
 VM2S_OVER_AR_MAX = 1.15        # content stream over visible tokens only, query stream only at targets
 FLEX_ATTN_SPEEDUP_MIN = 1.7    # GPU: block-sparse dar attention fwd+bwd vs dense-mask SDPA at S = 1024
 FLEX_MEMORY_SLOPE_MAX = 1.25   # GPU: d log(activation memory) / d log(S) on the flex path: ~1 linear, ~2 quadratic
-MFU_AR_MIN, MFU_DAR_MIN = 0.45, 0.40  # GPT-2 124M, S = 1024, bf16, one H100
+MFU_AR_MIN, MFU_DAR_MIN = 0.45, 0.40  # GPT-2 124M, S = 1024, bf16, one H100 (or H200: the same peak)
 BYTES_OVER_AR_MAX = 0.2        # CPU, 4 x 128: the GPT-2 head is most of a small model's step (>= 5x faster)
 ROPE_OVER_LEARNED_MAX = 1.05   # CPU: rotating q and k is elementwise work beside the matmuls (worst objective)
 
@@ -96,10 +94,11 @@ VARIANTS.update({f"{name}_rope": (objective, tokenizer, True)
 if 'RANK' in os.environ:  # as setup_processes reads it
     raise SystemExit("bench.py: error: run bench.py as one process (python bench.py ...), not under torchrun: "
                      "its ratios are only meaningful between runs in the same process on the same device")
-unknown = [v for v in variants if v not in VARIANTS] + [b for b in backends if b not in ('sdpa', 'flex')]
-if unknown or not variants or not backends:
-    raise UsageError(f"unknown or empty variants/backends {unknown}: variants from {sorted(VARIANTS)}, "
-                     "backends from ['flex', 'sdpa']")
+unknown = [v for v in variants if v not in VARIANTS] + [b for b in backends if b not in ('sdpa', 'flex')] + \
+    [j for j in jobs if j not in ('speed', 'memory', 'attention')]
+if unknown or not variants or not backends or not jobs:
+    raise UsageError(f"unknown or empty variants/backends/jobs {unknown}: variants from {sorted(VARIANTS)}, "
+                     "backends from ['flex', 'sdpa'], jobs from ['attention', 'memory', 'speed']")
 check_ranges(config, {'n_layer': '[1, inf)', 'n_head': '[1, inf)', 'n_embd': '[1, inf)', 'dropout': '[0, 1)',
                       'block_size': '[4, inf)', 'batch_size': '[1, inf)', 'seq_lens': '[4, inf)',
                       'memory_seq_lens': '[4, inf)', 'warmup': '[0, inf)', 'steps': '[1, inf)',
@@ -108,19 +107,16 @@ _, _, _, _, device, dtype, autocast = setup_processes(device, dtype)  # one proc
 cuda = device.startswith('cuda')
 device_type = 'cuda' if cuda else 'cpu'
 compile = pick_compile(compile, device)
-# the self-check's speed lines inform, they never fail it: on CPU, where a step with GPT-2's head takes seconds, it
-# times fewer steps (60 steps of five variants would be most of its minutes)
-warmup = (10 if cuda else 1 if check else 2) if warmup is None else warmup
-steps = (50 if cuda else 3 if check else 10) if steps is None else steps
+warmup = (10 if cuda else 2) if warmup is None else warmup
+steps = (50 if cuda else 10) if steps is None else steps
 if cuda:
     torch.cuda.set_device(device)
     device_name = torch.cuda.get_device_name(device)
 else:
     device_name = f"CPU ({torch.get_num_threads()} threads)"
 device_peak = peak_flops(device_name, dtype)  # FLOP/s, for MFU; None on CPUs
-# the MFU targets are stated for GPT-2 124M at S = 1024 in bf16 on one H100
-gpt2_h100 = (cuda and 'H100' in device_name and dtype == 'bfloat16'
-             and (n_layer, n_head, n_embd) == (12, 12, 768))
+# the MFU targets are stated for GPT-2 124M at S = 1024 in bf16, on a GPU whose peak is known
+gpt2_mfu = bool(device_peak) and dtype == 'bfloat16' and (n_layer, n_head, n_embd) == (12, 12, 768)
 speed_lens = tuple(sorted(set(seq_lens))) or tuple(s for s in (128, 512) if s < block_size) + (block_size,)
 memory_lens = tuple(memory_seq_lens) or ((4 * block_size,) if cuda else ())
 all_lens = tuple(sorted(set(speed_lens + memory_lens)))
@@ -132,10 +128,16 @@ forward_backends = [] if cuda else list(backends)
 if not train_backends:
     raise UsageError("FlexAttention has no CPU backward, so CPU training steps need the sdpa backend: "
                      "add --backends=sdpa (flex is then timed forward-only next to it)")
-warnings.filterwarnings('ignore', message='flex_attention called without torch.compile')
-# compiled code (and eager flex's traced mask_mod) is specialised per shape and per model; one length's side-by-side
-# run holds up to 8 models with 4 batch shapes, which meets dynamo's default limit of 8 recompiles exactly
+if compile and not cuda and 'flex' in backends:  # the model builds its BlockMask inside the compiled graph
+    raise UsageError("inductor's CPU FlexAttention kernel cannot read a BlockMask built inside a compiled model: "
+                     "on CPU, --compile=True times --backends='(sdpa,)' only (flex runs eagerly without it)")
+# eager flex materialises every score: on CUDA a fallback to it must never be timed as flex, so it is an error; on
+# CPU eager flex is the path by design (timed forward only)
+warnings.filterwarnings('error' if cuda else 'ignore', message='flex_attention called without torch.compile')
+# every model is compiled with static shapes, each a compile of Transformer.forward's one code object: one length's
+# side-by-side run holds up to 18 models. A model dynamo gave up on would run eagerly, timed as compiled: an error
 torch._dynamo.config.recompile_limit = 64
+torch._dynamo.config.fail_on_recompile_limit_hit = True
 
 # -----------------------------------------------------------------------------
 # building blocks: model, fixed batch, one step, a timer, a memory probe
@@ -255,7 +257,7 @@ def run_speed(S, mode, run_backends, probe_memory=True):
         batch = fixed_batch(variant, S, B)
         for backend in run_backends:
             model = build_model(S, backend, variant)
-            fn, optimizer = make_step(torch.compile(model) if compile else model, batch, mode)
+            fn, optimizer = make_step(torch.compile(model, dynamic=False) if compile else model, batch, mode)
             entries.append((variant, backend, model, batch, fn, optimizer))
     times = interleaved_ms([entry[4] for entry in entries])
     rows = []
@@ -281,8 +283,8 @@ def run_memory(variant, backend, S):
     return dict(variant=variant, backend=backend, seq_len=S, batch_size=memory_batch,
                 activation_mb=step_memory(fn) / 2 ** 20)
 
-# 3) attention alone, dar masks: block-sparse flex vs dense-mask SDPA (and SDPA's causal kernel for ar); forward and
-# backward on CUDA, forward only on CPU (as the models above)
+# 3) attention alone, dar masks: block-sparse flex vs the fastest dense-mask SDPA kernel, named (and SDPA's causal
+# kernel for ar); forward and backward on CUDA, forward only on CPU (as the models above)
 def run_attention(S):
     B = max(1, tokens_per_step // S)
     batch = fixed_batch('dar', S, B)
@@ -293,6 +295,7 @@ def run_attention(S):
     q = torch.randn(B, n_head, rows, head_dim, **options)
     k, v = (torch.randn(B, n_head, S, head_dim, **options) for _ in 'kv')
     block_mask, mask = flex_block_mask(content_groups, query_groups), dense_mask(content_groups, query_groups)
+    kernels = sdpa_kernels(q, k, v, attn_mask=mask)  # the dense kernels that take this boolean mask here
 
     q_ar = q[:, :, :S].detach().clone().requires_grad_(cuda)  # ar: S rows only, SDPA's causal kernel
 
@@ -301,15 +304,18 @@ def run_attention(S):
             return torch.no_grad()(attend)  # eager flex is ~10x slower in grad mode, needed or not
         grad = torch.randn_like(query)
         return lambda: torch.autograd.grad(attend(), (query, k, v), grad)
-    flex_ms, sdpa_ms, causal_ms = interleaved_ms([
-        timed(lambda: flex_attention(q, k, v, block_mask), q),
-        timed(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask), q),
-        timed(lambda: F.scaled_dot_product_attention(q_ar, k, v, is_causal=True), q_ar)])
+    flex_ms, causal_ms, *dense_ms = interleaved_ms(
+        [timed(lambda: flex_attention(q, k, v, block_mask), q),
+         timed(lambda: F.scaled_dot_product_attention(q_ar, k, v, is_causal=True), q_ar)] +
+        [timed(functools.partial(sdpa_with(name), q, k, v, attn_mask=mask), q) for name in kernels])
+    dense = dict(zip(kernels, dense_ms))
+    fastest_kernel = min(dense, key=dense.get)
     return dict(seq_len=S, batch_size=B, mode='forward+backward' if cuda else 'forward', dtype=dtype,
-                flex_ms=flex_ms, sdpa_ms=sdpa_ms, speedup=sdpa_ms / flex_ms, ar_causal_ms=causal_ms)
+                flex_ms=flex_ms, sdpa_ms=dense[fastest_kernel], sdpa_kernel=fastest_kernel, sdpa_kernels_ms=dense,
+                speedup=dense[fastest_kernel] / flex_ms, ar_causal_ms=causal_ms)
 
 # -----------------------------------------------------------------------------
-# the targets, from a run's rows (the self-check's and the benchmark's alike)
+# the targets, from a run's rows
 def step_ratios(rows):
     """Training step time of each variant over ar's, and of each rope variant over the same objective's with the
     learned table (the same run, so the same machine state), at every length the rows hold."""
@@ -328,104 +334,47 @@ def target(name, sign, goal, value, measurable, note):
     return dict(name=name, target=f"{sign} {goal}", measured=value, status=status, note=note)
 
 def speed_targets(rows, attention, memory_slopes):
-    """Every target against one run: step ratios at its longest training length, MFU at S = 1024."""
-    top = str(max(row['seq_len'] for row in rows if row['mode'] == 'train'))
-    ratio = {name: by_length[top] for name, by_length in step_ratios(rows).items()}
-    rope = max((ratio[f"{v}/{v[:-5]}"] for v in variants if v.endswith('_rope') and v[:-5] in variants), default=None)
-    at_top, gpt2 = f"S={top}, {device_type}", 'GPT-2 124M, S=1024, bf16, H100'
+    """Every target against one run (the jobs it ran): step ratios at its longest training length, MFU at S = 1024."""
+    top = str(max((row['seq_len'] for row in rows if row['mode'] == 'train'), default=0))
+    ratio = {name: by_length.get(top) for name, by_length in step_ratios(rows).items()}
+    rope = max((ratio[f"{v}/{v[:-5]}"] for v in variants if v.endswith('_rope') and v[:-5] in variants
+                and ratio[f"{v}/{v[:-5]}"] is not None), default=None)
+    at_top, gpt2 = f"S={top}, {device_type}", f"GPT-2 124M, S=1024, bf16, {device_name}"
+    S = attention.get('seq_len')
     return [
         target('dar step / ar step', '<=', DAR_OVER_AR_MAX, ratio.get('dar/ar'), True, at_top),
         target('vm2s step / ar step', '<=', VM2S_OVER_AR_MAX, ratio.get('vm2s/ar'), True, at_top),
         target('byte-level ar step / GPT-2-head ar step', '<=', BYTES_OVER_AR_MAX, ratio.get('ar_bytes/ar'),
                not cuda, f"{at_top}, {n_layer} x {n_embd}"),
         target('rope step / learned-table step (worst objective)', '<=', ROPE_OVER_LEARNED_MAX, rope, not cuda, at_top),
-        target('flex / dense-SDPA dar attention fwd+bwd speedup', '>=', FLEX_ATTN_SPEEDUP_MIN, attention['speedup'],
-               cuda and attention['seq_len'] == 1024, f"S={attention['seq_len']}, {attention['mode']}, {device_type}"),
+        target('flex / dense-SDPA dar attention fwd+bwd speedup', '>=', FLEX_ATTN_SPEEDUP_MIN, attention.get('speedup'),
+               cuda and S == 1024, f"S={S}, {attention.get('mode')}, {device_type}, against SDPA's fastest dense "
+               f"kernel ({attention.get('sdpa_kernel')})"),
         target('flex dar activation-memory growth exponent in S', '<=', FLEX_MEMORY_SLOPE_MAX,
                memory_slopes.get('dar/flex'), cuda, f"S {all_lens[-2:]}, ~1 linear, ~2 quadratic"),
-        target('ar MFU', '>=', MFU_AR_MIN, fastest(rows, 'ar', 1024).get('mfu'), gpt2_h100, gpt2),
-        target('dar MFU', '>=', MFU_DAR_MIN, fastest(rows, 'dar', 1024).get('mfu'), gpt2_h100, gpt2)]
+        target('ar MFU', '>=', MFU_AR_MIN, fastest(rows, 'ar', 1024).get('mfu'), gpt2_mfu, gpt2),
+        target('dar MFU', '>=', MFU_DAR_MIN, fastest(rows, 'dar', 1024).get('mfu'), gpt2_mfu, gpt2)]
 
 # -----------------------------------------------------------------------------
-# --check=True: what a first GPU user runs before a long job. Each check prints PASS, FAIL or SKIP (needs CUDA: the
-# CPU runs the CPU subset of the same check) and the exit code is 1 if any check failed. The speed targets that one
-# speed run on a GPU measures are printed as met / missed / not measurable here; they inform, they do not fail it.
-CHECK_TARGETS = ('dar step / ar step', 'vm2s step / ar step', 'flex / dense-SDPA dar attention fwd+bwd speedup',
-                 'ar MFU', 'dar MFU')
-
-def verdict(name, ok, detail):
-    print(f"{'PASS' if ok else 'SKIP' if ok is None else 'FAIL'}  {name}: {detail}", flush=True)
-    return ok is not False
-
-def self_check():
-    S = speed_lens[-1]
-    B = max(1, tokens_per_step // S)
-    passed = []
-    for variant in variants:
-        # 1) compiled block-sparse flex = dense-mask SDPA (fp32): forward and backward (forward only on CPU)
-        batch = fixed_batch(variant, S, B)
-        dense = build_model(S, 'sdpa', variant)
-        flex = build_model(S, 'flex', variant)
-        flex_step = torch.compile(flex, dynamic=False)
-        with torch.set_grad_enabled(cuda):
-            out_dense, loss_dense = dense(**batch)
-            out_flex, loss_flex = flex_step(**batch)
-            if cuda:
-                (loss_dense + loss_flex).backward()
-        grad_gap = max(((p.grad - q.grad).abs().max() / p.grad.abs().max().clamp(min=1e-12)).item()
-                       for p, q in zip(dense.parameters(), flex.parameters()) if p.grad is not None) if cuda else 0.0
-        out_gap = ((out_dense - out_flex).abs().max() / out_dense.abs().max()).item()
-        ok = out_gap < 1e-3 and grad_gap < 1e-2 and math.isfinite(loss_flex.item())
-        passed.append(verdict(f"{variant}: compiled flex {'fwd+bwd' if cuda else 'forward'} = dense SDPA", ok,
-                              f"relative gap: outputs {out_gap:.1e}" + (f", gradients {grad_gap:.1e}" if cuda else
-                                                                       " (CPU has no flex backward)")))
-        # 2) a few steps in the run's precision on one batch, as training takes them: finite and learning. On CUDA the
-        # compiled flex model; on CPU the dense one, compiled only with --compile=True as train.py (a compiled
-        # backward on CPU is most of the check's minutes, for a path no CPU run takes by default)
-        stepped = flex_step if cuda else torch.compile(dense, dynamic=False) if compile else dense
-        stepped.zero_grad(set_to_none=True)
-        step, _ = make_step(stepped, batch, 'train')
-        losses = [step().item() for _ in range(6)]  # each the loss before its step's update: 5 updates apart
-        ok = all(map(math.isfinite, losses)) and losses[-1] < losses[0]
-        passed.append(verdict(f"{variant}: 5 {'compiled ' if cuda or compile else ''}{dtype} steps on one batch", ok,
-                              f"loss {losses[0]:.3f} -> {losses[-1]:.3f} ({'flex' if cuda else 'sdpa'})"))
-        del dense, flex, flex_step, stepped, step
-        release()
-    # 3) speed side by side (no memory probe: the check prints none); the targets: met / missed / not measurable
-    print(f"timing a training step of each variant at S={S}, batch {B}: {steps} steps after {warmup} warm-up",
-          flush=True)
-    rows = run_speed(S, 'train', train_backends, probe_memory=False)
-    release()
-    print(f"speed at S={S}, batch {B}: " + ', '.join(
-        f"{r['variant']}/{r['backend']} {r['ms_per_step']:.1f} ms" + (f" MFU {100 * r['mfu']:.1f}%" if r['mfu'] else '')
-        for r in rows))
-    for t in [t for t in speed_targets(rows, run_attention(S), {}) if t['name'] in CHECK_TARGETS]:
-        status = t['status'].replace('measured', 'measurable')  # the self-check's wording of an unmeasured target
-        print(f"TARGET {status}  {t['name']} {t['target']}: {fmt(t['measured'], '.2f')} (S={S}, {device_name})")
-    if not cuda:
-        verdict("flex backward, nccl, bf16 tensor cores", None, "need CUDA: run this again on the GPU machine")
-    print(f"self-check: {sum(passed)} of {len(passed)} checks passed on {device_name}")
-    raise SystemExit(0 if all(passed) else 1)
-
-if check:
-    self_check()
-
-# -----------------------------------------------------------------------------
-# run everything in this one process, into an out_dir claimed first (the self-check above writes nothing)
+# run every job in this one process, into an out_dir claimed first
 claim_out_dir(out_dir, ('bench.json', 'bench.csv', 'bench.md'), overwrite)
-jobs = [(run_speed, (S, 'train', train_backends)) for S in speed_lens] + \
-       [(run_speed, (S, 'forward', forward_backends)) for S in speed_lens if forward_backends] + \
-       [(run_memory, (v, b, S)) for v in ('ar', 'dar') if v in variants for b in train_backends for S in all_lens] + \
-       [(run_attention, (block_size,))]
+work = []
+if 'speed' in jobs:
+    work += [(run_speed, (S, 'train', train_backends)) for S in speed_lens] + \
+        [(run_speed, (S, 'forward', forward_backends)) for S in speed_lens if forward_backends]
+if 'memory' in jobs:
+    work += [(run_memory, (v, b, S)) for v in ('ar', 'dar') if v in variants for b in train_backends for S in all_lens]
+if 'attention' in jobs:
+    work.append((run_attention, (block_size,)))
 print(f"bench: {device_name} | {dtype}{' compiled' if compile else ''} | {n_layer} x {n_embd} ({n_head} heads) | "
       f"{tokens_per_step} tokens/step | S {speed_lens} (memory {all_lens} at batch {memory_batch}) | "
-      f"{warmup} warm-up + {steps} timed steps")
+      f"{warmup} warm-up + {steps} timed steps | {', '.join(jobs)}")
 results = {run_speed: [], run_memory: [], run_attention: []}
-for job, args in progress_bar(jobs, desc='bench', unit='jobs', enabled=progress):
+for job, args in progress_bar(work, desc='bench', unit='jobs', enabled=progress):
     results[job].append(job(*args))
     release()
 runs = [row for rows in results[run_speed] for row in rows]
-memory, (attention,) = results[run_memory], results[run_attention]
+memory, attention = results[run_memory], (results[run_attention] or [{}])[0]
 
 # memory growth exponent between the two longest lengths: log(memory ratio) / log(length ratio), per series
 memory_slopes = {f"{a['variant']}/{a['backend']}": math.log(b['activation_mb'] / a['activation_mb'])
@@ -446,14 +395,18 @@ for r in runs:
     lines.append(f"| {r['variant']} | {r['backend']} | {r['mode']} | {r['seq_len']} | {r['batch_size']} | "
                  f"{r['ms_per_step']:.2f} | {r['tokens_per_s']:.0f} | {r['peak_mem_mb']:.0f} | {r['tflops']:.3f} | "
                  f"{fmt(r['mfu'], '.1f', 100, '%')} | {fmt(r['ratio_to_ar'], '.2f')} |")
-lines += ['', f"attention only (dar masks, S={attention['seq_len']}, batch {attention['batch_size']}, "
-          f"{attention['mode']}): flex {attention['flex_ms']:.2f} ms, dense-mask SDPA {attention['sdpa_ms']:.2f} ms "
-          f"(flex {attention['speedup']:.2f}x faster); ar causal SDPA {attention['ar_causal_ms']:.2f} ms", '',
-          f"activation memory at batch {memory_batch}: " + ', '.join(
-              f"{m['variant']}/{m['backend']} S={m['seq_len']} {m['activation_mb']:.0f} MiB" for m in memory),
-          'growth exponents (1 linear, 2 quadratic): ' + (', '.join(f"{k} {v:.2f}" for k, v in memory_slopes.items())
-                                                          or 'n/a (one length)'),
-          '', '| target | goal | measured | status | where |', '|---|---|---|---|---|']
+if attention:
+    lines += ['', f"attention only (dar masks, S={attention['seq_len']}, batch {attention['batch_size']}, "
+              f"{attention['mode']}): flex {attention['flex_ms']:.2f} ms, dense-mask SDPA "
+              f"{attention['sdpa_ms']:.2f} ms ({attention['sdpa_kernel']}, the fastest of " +
+              ', '.join(f"{name} {ms:.2f}" for name, ms in attention['sdpa_kernels_ms'].items()) +
+              f"; flex {attention['speedup']:.2f}x faster); ar causal SDPA {attention['ar_causal_ms']:.2f} ms"]
+if memory:
+    lines += ['', f"activation memory at batch {memory_batch}: " + ', '.join(
+        f"{m['variant']}/{m['backend']} S={m['seq_len']} {m['activation_mb']:.0f} MiB" for m in memory),
+        'growth exponents (1 linear, 2 quadratic): ' + (', '.join(f"{k} {v:.2f}" for k, v in memory_slopes.items())
+                                                        or 'n/a (one length)')]
+lines += ['', '| target | goal | measured | status | where |', '|---|---|---|---|---|']
 lines += [f"| {t['name']} | {t['target']} | {fmt(t['measured'], '.3f')} | {t['status']} | {t['note']} |"
           for t in targets]
 table = '\n'.join(lines) + '\n'
@@ -465,9 +418,9 @@ result = dict(device=device_name, device_type=device_type, torch=torch.__version
                                           params=build_model(4, 'sdpa', on='meta').num_params()),
               tokens_per_step=tokens_per_step, warmup=warmup, steps=steps,
               peak_tflops=device_peak and device_peak / 1e12,
-              memory_method=MEMORY_METHOD, runs=runs, ratios=step_ratios(runs), attention=attention,
+              memory_method=MEMORY_METHOD, runs=runs, ratios=step_ratios(runs), attention=attention or None,
               memory=memory, memory_batch=memory_batch, memory_slopes=memory_slopes, targets=targets, config=config)
 atomic_write(os.path.join(out_dir, 'bench.json'), json.dumps(result, indent=1) + '\n')
-write_csv(os.path.join(out_dir, 'bench.csv'), list(runs[0]), [list(row.values()) for row in runs])
+write_csv(os.path.join(out_dir, 'bench.csv'), list(runs[0]) if runs else [], [list(row.values()) for row in runs])
 atomic_write(os.path.join(out_dir, 'bench.md'), table)
 print(f"wrote {out_dir}/bench.json, bench.csv, bench.md")

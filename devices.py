@@ -7,10 +7,13 @@ import re
 import signal
 import sys
 import threading
-from contextlib import nullcontext
+import warnings
+from contextlib import contextmanager, nullcontext
 
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from configurator import UsageError
 from model import row_limits
@@ -105,7 +108,7 @@ def step_memory(model, batch, training=True):
     rows, per_row = n_content + n_query, 4 if training else 1
     weights = 4 * sum(p.numel() for p in model.parameters()) * (4 if training else 1)
     activations = 4 * B * rows * model.config.n_embd * model.config.n_layer * per_row
-    dense = model.config.attn_backend == 'sdpa' and not (batch['causal'] and n_query == 0)
+    dense = model.config.attn_backend == 'sdpa' and not (batch['causal'] and n_query == 0 or batch['all_visible'])
     head = model.config.vocab_size if model.config.input_kind == 'tokens' else model.config.patch_dim
     logits = 4 * B * batch['valid'].shape[1] * head * (3 if training else 1)
     return weights + activations + (B * rows * n_content if dense else 0) + logits
@@ -138,13 +141,53 @@ def step_flops(model, batch):
     return 3 * forward
 
 # dense tensor-core peaks in TFLOP/s, most specific name first (fp32 runs use TF32, which setup_processes turns on)
-PEAK_TFLOPS = {'bfloat16': [('H100 PCIe', 756), ('H100', 989), ('H200', 989), ('A100', 312)],
-               'float32': [('H100 PCIe', 378), ('H100', 494), ('H200', 494), ('A100', 156)]}
+PEAK_TFLOPS = {'bfloat16': [('H100 PCIe', 756), ('H100 NVL', 835), ('H100', 989), ('H200', 989), ('A100', 312)],
+               'float32': [('H100 PCIe', 378), ('H100 NVL', 418), ('H100', 494), ('H200', 494), ('A100', 156)]}
 PEAK_TFLOPS['float16'] = PEAK_TFLOPS['bfloat16']
 
 def peak_flops(device_name, dtype):
     """FLOP/s of one accelerator at dtype, for MFU; None when unknown (CPUs included)."""
     return next((tflops * 1e12 for name, tflops in PEAK_TFLOPS.get(dtype, []) if name in device_name), None)
+
+# -----------------------------------------------------------------------------
+# numerics and attention kernels, for equivalence checks and for naming what ran
+
+@contextmanager
+def full_float32():
+    """IEEE float32 matmuls (TF32 off, restored after): TF32's 10-bit mantissa alone moves results by ~1e-3, so an
+    equivalence check in float32 would compare roundings. setup_processes turns TF32 on for training."""
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+SDPA_KERNELS = {'flash': SDPBackend.FLASH_ATTENTION, 'cuDNN': SDPBackend.CUDNN_ATTENTION,
+                'memory-efficient': SDPBackend.EFFICIENT_ATTENTION, 'math': SDPBackend.MATH}
+
+def sdpa_with(kernel):
+    """F.scaled_dot_product_attention held to one kernel, by its name in SDPA_KERNELS."""
+    def attend(*args, **kwargs):
+        with sdpa_kernel(SDPA_KERNELS[kernel]):
+            return F.scaled_dot_product_attention(*args, **kwargs)
+    return attend
+
+def sdpa_kernels(q, k, v, **kwargs):
+    """Names of the SDPA kernels that take these inputs (device, dtype, mask), forward and, where q, k or v needs a
+    gradient, backward: each is run once."""
+    names = []
+    for name in SDPA_KERNELS:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')  # a kernel that declines says why, at length
+                out = sdpa_with(name)(q, k, v, **kwargs)
+                if out.requires_grad:
+                    torch.autograd.grad(out.sum(), [t for t in (q, k, v) if t.requires_grad])
+            names.append(name)
+        except RuntimeError:
+            pass
+    return names
 
 # -----------------------------------------------------------------------------
 # preemption

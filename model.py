@@ -12,12 +12,14 @@ where row_limit is the content group for content rows and (query group - 1) for 
 One-stream GPT is content groups 0,1,2,...; one-stream BERT is every group 0. A padding row carries a group above
 every real one (objectives.PAD_GROUP): no real row sees it, and it sees every row, so no attention row is empty.
 """
+import functools
 import math
 from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.nn.attention import flex_attention as flex
 
 from configurator import UsageError
 
@@ -108,30 +110,30 @@ def dense_mask(content_groups, query_groups=None):
     limits = row_limits(content_groups, query_groups)
     return (content_groups[:, None, :] <= limits[:, :, None])[:, None]
 
-_flex_compiled = None
+# FlexAttention (attn_backend='flex'). Eager, flex_attention materialises every score and create_block_mask every mask
+# entry, so on CUDA both always run compiled: inside a model that a script compiled whole they join its graph, and an
+# eager caller (evaluation, bench.py) gets them compiled once, here. On CPU they run eagerly (no CPU flex backward).
 
-@torch.compiler.disable  # built outside the compiled model, once per batch; compiled itself on CUDA
+@functools.cache  # once per function, at its first eager use on CUDA (at import, every CPU script would load dynamo)
+def compiled(fn):
+    return torch.compile(fn)  # static for the first shape, dynamic from the second on (the evaluations' lengths)
+
+def on_device(fn, x):
+    return compiled(fn) if x.is_cuda and not torch.compiler.is_compiling() else fn
+
 def flex_block_mask(content_groups, query_groups=None):
     """One BlockMask per batch, shared by all layers; mask_mod reads the group ids, so no S x S tensor exists."""
-    from torch.nn.attention.flex_attention import create_block_mask
-    limits = row_limits(content_groups, query_groups).contiguous()
-    keys = content_groups.contiguous()
+    limits, keys = row_limits(content_groups, query_groups).contiguous(), content_groups.contiguous()
 
     def mask_mod(b, h, q_idx, kv_idx):
         return keys[b, kv_idx] <= limits[b, q_idx]
-    B, rows = limits.shape
-    return create_block_mask(mask_mod, B, None, rows, keys.shape[1], device=keys.device,
-                             _compile=keys.device.type == 'cuda')
+    return on_device(flex.create_block_mask, keys)(mask_mod, limits.shape[0], None, limits.shape[1], keys.shape[1],
+                                                   device=keys.device)
 
 def flex_attention(q, k, v, block_mask):
-    # compiled on CUDA (eager flex materialises the scores); eager on CPU, where there is no compiled backward
-    global _flex_compiled
-    from torch.nn.attention.flex_attention import flex_attention as flex
-    if q.device.type != 'cuda':  # contiguous: inductor's CPU template misreads q, k, v of differing strides
-        return flex(q.contiguous(), k.contiguous(), v.contiguous(), block_mask=block_mask)
-    if _flex_compiled is None:
-        _flex_compiled = torch.compile(flex, dynamic=False)
-    return _flex_compiled(q, k, v, block_mask=block_mask)
+    if q.device.type == 'cpu':  # contiguous: inductor's CPU template misreads q, k, v of differing strides
+        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    return on_device(flex.flex_attention, q)(q, k, v, block_mask=block_mask)
 
 # -----------------------------------------------------------------------------
 # rotary positions (RoPE, Su et al. 2021): q and k of a row are rotated by that row's own position, so a score depends
@@ -163,7 +165,7 @@ class Attention(nn.Module):
 
     def forward(self, x, n_content, mask, causal, rotary=None):
         # x: (B, R, C), content rows first, then R - n_content query rows; mask: (B, 1, R, n_content) bool (sdpa),
-        # a BlockMask (flex), or None with causal=True (SDPA's own causal kernel); rotary: (cos, sin) of every row
+        # a BlockMask (flex), or None: SDPA unmasked (causal=True: its causal kernel); rotary: (cos, sin) of every row
         B, R, C = x.shape
         q, k, v = self.c_attn(x[:, :n_content]).split(C, dim=2)  # each (B, n_content, C)
         if R > n_content:  # query rows: only their queries (Eq. 23: K and V come from the content stream)
@@ -284,7 +286,7 @@ class Transformer(nn.Module):
     # ---- the trunk
 
     def trunk(self, content, content_pos, content_groups, query_pos=None, query_groups=None,
-              content_masked=None, causal=False, all_layers=False):
+              content_masked=None, causal=False, all_layers=False, all_visible=False):
         """Run content rows (and query rows, if any) through every block; returns ln_f of all rows."""
         x = self.embed_content(content, content_pos, content_masked)
         n_content = x.shape[1]
@@ -296,7 +298,9 @@ class Transformer(nn.Module):
         if self.config.rope:
             positions = content_pos if query_pos is None else torch.cat([content_pos, query_pos], dim=1)
             rotary = rotary_angles(positions, self.config.n_embd // self.config.n_head)
-        if causal and query_pos is None and self.config.attn_backend == 'sdpa':
+        if all_visible:  # every row sees every key (one-stream BERT, no padding): a mask would only rule out flash
+            mask = None
+        elif causal and query_pos is None and self.config.attn_backend == 'sdpa':
             mask = None  # SDPA's own causal kernel
         elif self.config.attn_backend == 'flex':
             mask = flex_block_mask(content_groups, query_groups)
@@ -309,8 +313,10 @@ class Transformer(nn.Module):
         return [self.ln_f(h) for h in layers] if all_layers else self.ln_f(x)
 
     def forward(self, content, content_pos, content_groups, query_pos=None, query_groups=None,
-                content_masked=None, pred_index=None, targets=None, valid=None, causal=False, per_sequence=False):
-        h = self.trunk(content, content_pos, content_groups, query_pos, query_groups, content_masked, causal)
+                content_masked=None, pred_index=None, targets=None, valid=None, causal=False, per_sequence=False,
+                all_visible=False):
+        h = self.trunk(content, content_pos, content_groups, query_pos, query_groups, content_masked, causal,
+                       all_visible=all_visible)
         if query_pos is not None:
             out = h[:, content.shape[1]:]  # the head reads the query stream
         else:
@@ -342,9 +348,11 @@ class Transformer(nn.Module):
         B, S = content.shape[:2]
         if content_pos is None:
             content_pos = torch.arange(S, device=content.device).expand(B, S)
-        if content_groups is None:
+        all_visible = content_groups is None
+        if all_visible:
             content_groups = torch.zeros(B, S, dtype=torch.long, device=content.device)
-        return self.trunk(content, content_pos, content_groups, content_masked=content_masked, all_layers=all_layers)
+        return self.trunk(content, content_pos, content_groups, content_masked=content_masked, all_layers=all_layers,
+                          all_visible=all_visible)
 
 # -----------------------------------------------------------------------------
 # the learning-rate schedule (beside Transformer.optim_groups: together they are the optimizer's settings)

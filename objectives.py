@@ -27,7 +27,7 @@ PAD_GROUP = 2 ** 30  # padding rows: above every real group, so no real row sees
 # the one batch schema: what model(**batch) takes
 
 def model_batch(content, content_pos, content_groups, targets=None, valid=None, query_pos=None, query_groups=None,
-                content_masked=None, pred_index=None, causal=False, per_sequence=False):
+                content_masked=None, pred_index=None, causal=False, per_sequence=False, all_visible=False):
     """B sequences, R content rows, Q query rows, P target rows (P = Q in two-stream batches), D = patch size.
       content         (B, R) token ids, or (B, R, D) patches: the content stream's inputs
       content_pos     (B, R) the position of each content row (0: the conditioning token / CLS slot)
@@ -39,6 +39,7 @@ def model_batch(content, content_pos, content_groups, targets=None, valid=None, 
       targets         (B, P) token ids, or (B, P, D) patches; None: no loss
       valid           (B, P) bool: real target rows (the rest pad a static width)
       causal          one-stream GPT: content_groups = positions, and SDPA may use its causal kernel
+      all_visible     one-stream BERT, no padding: content_groups all 0, so SDPA may run unmasked (flash)
       per_sequence    the loss is the mean over sequences of each one's mean over its targets (else over all)"""
     return dict(locals())  # the arguments by name: exactly the keywords of Transformer.forward
 
@@ -188,7 +189,8 @@ def bert_batch(x, masked, generator=None, bert_replace=False, ordinary_tokens=No
         content_masked = masked & (draw < 0.8)
         content = torch.where(masked & (draw >= 0.8) & (draw < 0.9), random_tokens.to(x.device), x)
     return model_batch(content, positions, torch.zeros_like(positions), gather_positions(x, pred_index), valid,
-                       content_masked=content_masked, pred_index=pred_index, per_sequence=per_sequence)
+                       content_masked=content_masked, pred_index=pred_index, per_sequence=per_sequence,
+                       all_visible=True)
 
 # -----------------------------------------------------------------------------
 # the objectives: one Kind each. A new objective is a groups function and one more entry in KINDS (README, "Adding

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import ROOT, needs_compiler, one_error_line, run_script
+from conftest import ROOT, one_error_line, run_script
 
 TINY = ['--n_layer=1', '--n_head=2', '--n_embd=32', '--block_size=32', '--batch_size=2', '--seq_lens=32',
         '--memory_seq_lens=16', '--warmup=1', '--steps=2', '--progress=False']
@@ -87,6 +87,10 @@ def test_memory_attention_and_targets(bench):
     assert math.isclose(result['memory_slopes']['ar/sdpa'], math.log(ar32 / ar16) / math.log(2))
     attention = result['attention']
     assert attention['mode'] == 'forward' and attention['seq_len'] == 32
+    # flex against the fastest dense kernel that takes the boolean mask, named: on a CPU, flash and math do
+    assert set(attention['sdpa_kernels_ms']) == {'flash', 'math'}
+    assert attention['sdpa_ms'] == min(attention['sdpa_kernels_ms'].values()) == \
+        attention['sdpa_kernels_ms'][attention['sdpa_kernel']]
     assert math.isclose(attention['speedup'], attention['sdpa_ms'] / attention['flex_ms'])
     targets = {t['name']: t for t in result['targets']}
     assert len(targets) == 8
@@ -117,10 +121,23 @@ def test_a_second_run_into_the_out_dir_is_refused(bench):
     assert json.loads((out / 'bench.json').read_text()) == result
 
 
+def test_one_job_alone(tmp_path):
+    """--jobs=(attention,) (the GPU check's P4): the attention timing only, every target it cannot measure said so."""
+    proc = run_script('bench.py', *TINY, '--jobs=(attention,)', f'--out_dir={tmp_path}')
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads((tmp_path / 'bench.json').read_text())
+    assert result['runs'] == [] and result['memory'] == [] and result['attention']['seq_len'] == 32
+    targets = {t['name']: t for t in result['targets']}
+    assert targets['dar step / ar step']['status'] == 'not measured here'
+    assert 'flex' in (tmp_path / 'bench.md').read_text()
+
+
 def test_bad_input_is_one_line():
-    proc = run_script('bench.py', '--variants=gpt', '--progress=False')
-    assert proc.returncode == 1 and proc.stderr.strip().count('\n') == 0
-    assert 'bench.py: error:' in proc.stderr and 'variants' in proc.stderr
+    for flags, word in ((['--variants=gpt'], 'variants'), (['--jobs=(speed,timing)'], 'jobs'),
+                        (['--compile=True', '--device=cpu'], 'BlockMask')):
+        proc = run_script('bench.py', *flags, '--progress=False')
+        assert proc.returncode == 1 and proc.stderr.strip().count('\n') == 0
+        assert 'bench.py: error:' in proc.stderr and word in proc.stderr
     proc = run_script('bench.py', '--progress=False', env={'RANK': '0'})
     assert proc.returncode == 1 and 'one process' in proc.stderr and proc.stderr.strip().count('\n') == 0
 
@@ -142,25 +159,3 @@ def test_gpt2_config_serves_bench_and_train(tiny_corpus, tmp_path):
                       '--progress=False')
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert '123.59M parameters' in proc.stdout
-
-
-@pytest.mark.long
-@needs_compiler
-def test_self_check_reports_a_broken_flex_kernel(monkeypatch, capsys):
-    """bench.py --check=True, the CPU subset: a flex kernel that attends wrongly is a FAIL line and exit code 1,
-    the training steps still pass, and what only CUDA can check is a SKIP line saying so."""
-    import model
-    from conftest import run_in_process
-    attend = model.flex_attention
-    monkeypatch.setattr(model, 'flex_attention', lambda q, k, v, block_mask: attend(q, k, v, block_mask) * 1.5)
-    with pytest.raises(SystemExit) as stop:
-        run_in_process('bench.py', '--check=True', '--variants=(vm2s,)', *TINY)
-    lines = capsys.readouterr().out.splitlines()
-    assert stop.value.code == 1
-    assert any(line.startswith('FAIL  vm2s: compiled flex forward = dense SDPA') for line in lines), lines
-    # the steps as CPU training takes them: eager (train.py compiles on CUDA only)
-    assert any(line.startswith('PASS  vm2s: 5 float32 steps on one batch') for line in lines), lines
-    assert any(line.startswith('SKIP  flex backward, nccl, bf16 tensor cores: need CUDA') for line in lines), lines
-    assert lines[-1].startswith('self-check: 1 of 2 checks passed on CPU')
-    targets = [line for line in lines if line.startswith('TARGET ')]  # informative: no ar here, no GPU
-    assert len(targets) == 5 and all(line.startswith('TARGET not measurable here') for line in targets), targets

@@ -182,7 +182,7 @@ def test_every_config_fits_its_script_and_byte_configs_change_only_the_data():
 @pytest.mark.parametrize('script,key,comment', [
     ('train.py', 'mask_ratio', 'vm: (a, b)'), ('eval_ppl.py', 'bert_future', 'see evals.ppl.prefix_batch'),
     ('eval_glue.py', 'device', 'auto = cuda'), ('eval_vision.py', 'attn_backend', "'flex' on CUDA"),
-    ('sample.py', 'top_k', 'likeliest'), ('bench.py', 'check', 'one verdict line each'),
+    ('sample.py', 'top_k', 'likeliest'), ('bench.py', 'jobs', 'attention alone'),
     ('data/prepare.py', 'val_fraction', 'held out for validation'), ('data/pile/prepare.py', 'max_docs', '0 = all'),
     ('data/shakespeare/prepare.py', 'tokenizer', 'bytes'), ('theory.py', 'vm', 'averaged over rho'),
     ('data/glue/prepare.py', 'tasks', 'repeated --tasks='), ('data/fmnist/prepare.py', 'idx_dir', 'fashion-mnist')])

@@ -1,6 +1,7 @@
 """model.py: masks equal Eq. 24 / GVP Eq. 11-12, nothing leaks, both backends agree, patches round-trip."""
 import pytest
 import torch
+import torch.nn.functional as F
 
 from checkpoint import load_checkpoint, save_checkpoint
 from conditioning import conditioning_sets, target_positions
@@ -179,6 +180,27 @@ def test_causal_kernel_equals_dense_mask():
         dense, _ = model(**{**batch, 'causal': False})
     assert (fast - dense).abs().max() <= 1e-5
 
+@pytest.mark.parametrize('backend', ['sdpa', 'flex'])
+def test_one_stream_bert_attends_unmasked(monkeypatch, backend):
+    """One-stream mlm sees every key: SDPA gets no mask at all (a dense all-True one would rule out the flash
+    kernel), on either backend, with the numbers of the dense mask; a padded BERT batch keeps its mask."""
+    import model as model_module
+    masks = []
+    sdpa = F.scaled_dot_product_attention
+    monkeypatch.setattr(model_module.F, 'scaled_dot_product_attention',
+                        lambda q, k, v, attn_mask=None, **kw: masks.append(attn_mask) or sdpa(q, k, v, attn_mask, **kw))
+    model = tiny_model(backend=backend)
+    batch = Objective('mlm', mask_ratio=0.3).batch(token_batch(), torch.Generator().manual_seed(1))
+    assert batch['all_visible'] is True
+    with torch.no_grad():
+        unmasked, loss = model(**batch)
+        assert masks == [None, None]  # one call per layer
+        dense, dense_loss = model(**{**batch, 'all_visible': False})
+    assert (unmasked - dense).abs().max() <= 1e-5 and abs(loss - dense_loss) <= 1e-6
+    assert all(Objective(name, **kw).batch(token_batch(), torch.Generator())['all_visible'] is False
+               for name, kw in OBJECTIVES if not (name in ('mlm', 'vm') and not kw.get('two_stream')))
+
+
 # -----------------------------------------------------------------------------
 # the compiled paths a GPU run takes, exercised on CPU (inductor): what a first cluster user would otherwise find
 
@@ -213,19 +235,36 @@ def test_compiled_model_equals_eager_and_never_recompiles(objective, options, ki
         compiled_copy.zero_grad(set_to_none=True)
 
 
-@needs_compiler
 @pytest.mark.parametrize('objective,options,kind', COMPILED_CASES, ids=COMPILED_IDS)
 def test_compiled_flex_forward_equals_sdpa(objective, options, kind):
-    """FlexAttention compiled with the model (the CUDA path's kernel, here inductor's CPU one), forward only: the
-    same predictions and loss as dense-mask SDPA, from one BlockMask built from the group ids."""
+    """FlexAttention compiled with the model as on CUDA, its BlockMask built inside the graph from the group ids,
+    traced by dynamo and AOT autograd (aot_eager: inductor's CPU flex kernel cannot read a BlockMask built in the
+    graph; the GPU's kernel is gpu_check.py's part 1), forward only: the predictions and loss of dense-mask SDPA."""
     torch._dynamo.reset()
     sdpa, flex = tiny_model(kind, 'sdpa', n_layer=1), tiny_model(kind, 'flex', n_layer=1)
     flex.load_state_dict(sdpa.state_dict())
     batch = Objective(objective, **options).batch(token_batch(B=4), torch.Generator().manual_seed(3))
     with torch.no_grad():
         reference, loss_reference = sdpa(**batch)
-        compiled, loss_compiled = torch.compile(flex, dynamic=False)(**batch)
+        compiled, loss_compiled = torch.compile(flex, backend='aot_eager', dynamic=False)(**batch)
     assert (reference - compiled).abs().max() <= 1e-4 and abs(loss_reference - loss_compiled) <= 1e-4
+
+
+def test_compiled_flex_model_is_one_graph_per_objective():
+    """The CUDA path's shape of compilation, counted by a backend that only records graphs: the BlockMask and every
+    flex call join the model's one graph (no graph break), later batches of either objective reuse it (no
+    recompile, as a compiled kernel stored in a global on first use would cause), and the numbers are eager's."""
+    torch._dynamo.reset()
+    graphs = []
+    model = tiny_model('tokens', 'flex', n_layer=1)
+    compiled = torch.compile(model, backend=lambda gm, inputs: graphs.append(gm) or gm.forward, dynamic=False)
+    with torch.no_grad():
+        for objective, options in (('dar', {}), ('vm', dict(two_stream=True))):
+            for seed in range(3):
+                batch = Objective(objective, **options).batch(token_batch(B=4, seed=seed),
+                                                              torch.Generator().manual_seed(seed))
+                assert (compiled(**batch)[0] - model(**batch)[0]).abs().max() <= 1e-5
+            assert len(graphs) == (1 if objective == 'dar' else 2), objective
 
 
 @pytest.mark.parametrize('objective,options', OBJECTIVES, ids=IDS)

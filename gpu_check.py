@@ -1,0 +1,427 @@
+"""
+The GPU check: what the design card's command needs, proven on one GPU within a short lease. One command,
+$ make gpu-check                  (python gpu_check.py)
+runs six parts in order, each under its own time limit, and appends each finished line to its record,
+experiments/gpu/<device>-<date>/ (check.md the lines, check.jsonl their numbers, logs/ every command's output), so a
+run cut short keeps what finished:
+  0 environment   the device; torch, triton, CUDA, cuDNN and NCCL versions; which SDPA kernels run here
+  1 correctness   FlexAttention = dense SDPA (its math kernel), forward and backward, on the ar / dar / vm2s / mlm /
+                  mdlm masks at S = 128 and 1024, in IEEE float32 (TF32 off); at S = 1024 in bf16 too, where
+                  flex's error from float32 must be of SDPA's own bf16 kernels' order (a wrong mask errs by O(1))
+  2 P4            two-stream dar attention at S = 1024, batch 16, 12 heads of 64: compiled flex against the fastest
+                  dense SDPA kernel, named, forward + backward; goal >= 1.7x              (bench.py's attention job)
+  3 P5            GPT-2 124M at S = 1024, bf16, compiled with static shapes, on the flex path train.py takes: MFU and
+                  peak memory of ar, dar and two-stream vm; goals ar >= 45%, dar >= 40%        (bench.py's speed job)
+  4 the command   torchrun --standalone --nproc_per_node=1 train.py config/vm_pile.py, and config/dar_pile.py beside
+                  it, on the Shakespeare plays (python data/shakespeare/prepare.py) at 4 layers: 60 steps with NCCL,
+                  DDP, compile, flex, bf16, evaluation and checkpoints, then resumed for 20 more; recompiles and
+                  graph breaks counted from TORCH_LOGS
+  5 compile cache every part compiles into experiments/gpu/compile-cache (TORCHINDUCTOR_CACHE_DIR), packed into
+                  compile-cache.tar.gz beside the records: the next lease unpacks it and its compiles are cache hits
+The exit code is 1 if a part failed or was cut; a goal missed is reported, not failed. Without a GPU every part runs
+at toy sizes on the CPU, as far as the CPU goes (flex forward only, gloo, float32, eager), into
+experiments/gpu/cpu-<name>-<date>/ (not kept in git), in about a minute.
+
+Time budget on one H100 with a cold cache: 350 s of limits, plus the check's own start (estimates, not yet
+measured: no GPU was at hand when it was written). A process with torch and CUDA starts in ~5 s; inductor compiles
+GPT-2 124M forward + backward in ~40 s (nanoGPT reports about a minute on torch 2.0; later releases are faster), one
+FlexAttention forward + backward in ~10-15 s and create_block_mask in ~5 s; the timed work is seconds (a GPT-2 step
+at 16 x 1024 tokens ~60-80 ms, 25 per model). A warm cache (part 5) takes most compile time off the next lease.
+  0:  10 s  version queries and tiny SDPA calls
+  1:  65 s  3 flex compiles (float32 at both lengths, bf16 at 1024; the 5 masks padded to one shape per length) and
+            2 of create_block_mask ~50 s, the math-kernel references ~5 s
+  2:  30 s  start ~5 s, one flex and one create_block_mask compile ~17 s, the dense kernels that take a boolean
+            mask and flex, 60 calls each ~5 s
+  3: 150 s  start ~5 s, 3 GPT-2 compiles ~120 s, 75 timed steps and 3 memory probes ~10 s
+  4:  80 s  vm and dar side by side (their compiles share 16 cores; a 4-layer step ~10 ms): start ~10 s, compile
+            ~20 s, the eager evaluation's flex compile ~10 s, 60 steps and checkpoints ~5 s; the resumes ~25 s
+  5:  15 s  packing the cache (fast gzip)
+"""
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from datetime import datetime, timezone
+
+import torch
+import torch.nn.functional as F
+
+from configurator import UsageError, check_ranges, configure, one_line_errors
+from data import dataset_dir
+from devices import full_float32, sdpa_kernels, sdpa_with
+from model import dense_mask, flex_attention, flex_block_mask
+from objectives import PAD_GROUP, Objective
+
+# -----------------------------------------------------------------------------
+# default config
+record_root = 'experiments/gpu'  # records go to record_root/<device>-<date>/, the compile cache beside them
+record = ''                      # internal: the record folder of the check that runs this part
+part = ''                        # internal: run this one part in this process ('correctness')
+dataset = 'shakespeare'          # part 4's corpus (data/<dataset>), GPT-2 BPE
+device = 'auto'                  # 'cpu': the toy run even where there is a GPU
+limit_scale = 1.0                # every part's time limit times this (a slower GPU: 2)
+# -----------------------------------------------------------------------------
+one_line_errors('gpu_check.py')
+configure(globals(), sys.argv[1:])
+check_ranges({'limit_scale': limit_scale}, {'limit_scale': '(0, inf)'})
+if device not in ('auto', 'cpu'):
+    raise UsageError(f"device must be 'auto' (the GPU if there is one) or 'cpu' (the toy run), got {device!r}")
+cuda = device == 'auto' and torch.cuda.is_available()
+LIMITS = dict(environment=10, correctness=65, attention=30, speed=150, command=80, cache=15)  # seconds on a GPU
+limits = {name: seconds * limit_scale * (1 if cuda else 1.5) for name, seconds in LIMITS.items()}
+MASKS = {'ar': Objective('ar'), 'dar': Objective('dar', t=2),
+         'vm2s': Objective('vm', mask_ratio=(0.15, 0.30), two_stream=True), 'mlm': Objective('mlm', mask_ratio=0.15),
+         'mdlm': Objective('mdlm', two_stream=True)}
+# sizes: the issue's on a GPU, toys on a CPU (flex's block is 128 keys, so 256 has blocks to skip)
+if cuda:
+    LENGTHS, BATCH, HEADS, HEAD_SIZE = (128, 1024), 16, 12, 64
+    BENCH = ['config/gpt2_124m_bench.py']  # 12 x 768 (12 heads of 64), block_size 1024, batch 16
+    SPEED = ['--seq_lens=(1024,)', '--backends=(flex,)', '--warmup=5', '--steps=20']
+    TRAIN, STEPS = ['--n_layer=4', '--eval_interval=30', '--eval_iters=5'], (60, 80)
+else:
+    LENGTHS, BATCH, HEADS, HEAD_SIZE = (32, 256), 2, 2, 16
+    BENCH = ['--device=cpu', '--n_layer=1', '--n_head=2', '--n_embd=32', '--block_size=64', '--batch_size=2']
+    SPEED = ['--seq_lens=(64,)', '--backends=(sdpa,)', '--warmup=1', '--steps=2']
+    TRAIN = ['--device=cpu', '--n_layer=1', '--n_head=2', '--n_embd=64', '--block_size=64', '--batch_size=4',
+             '--eval_interval=3', '--eval_iters=2']
+    STEPS = (6, 8)
+if cuda:
+    device_name = torch.cuda.get_device_name()
+else:
+    cpuinfo = open('/proc/cpuinfo').read() if os.path.exists('/proc/cpuinfo') else ''
+    device_name = 'CPU ' + (re.findall(r'model name\s*:\s*(.*)', cpuinfo) or [platform.processor() or
+                                                                              platform.machine()])[0].strip()
+ROOT = os.path.dirname(os.path.abspath(__file__))  # bench.py, train.py and config/ beside this file
+# every part and every process it starts compiles into one cache: record_root/compile-cache unless one is set
+cache_dir = os.environ.setdefault('TORCHINDUCTOR_CACHE_DIR',
+                                  os.path.abspath(os.path.join(record_root, 'compile-cache')))
+
+# -----------------------------------------------------------------------------
+# the record: lines appended as they finish
+
+def note(line, **figures):
+    """One line of the record (printed too); its numbers, if any, as one JSON line."""
+    print(line, flush=True)
+    with open(os.path.join(record, 'check.md'), 'a') as f:
+        f.write(line + '\n')
+    if figures:
+        with open(os.path.join(record, 'check.jsonl'), 'a') as f:
+            f.write(json.dumps(figures) + '\n')
+
+def run(commands, limit, env=None):
+    """Run commands ({name: argv}) side by side, each one's output to logs/<name>.log, all stopped at the limit:
+    -> {name: exit code, None if cut}."""
+    os.makedirs(os.path.join(record, 'logs'), exist_ok=True)
+    deadline, codes, procs = time.time() + limit, {}, {}
+    for name, argv in commands.items():
+        with open(os.path.join(record, 'logs', f'{name}.log'), 'a') as log:
+            procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                           env={**os.environ, **(env or {})})
+    for name, proc in procs.items():
+        try:
+            codes[name] = proc.wait(timeout=max(0.0, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            for pid in [proc.pid] + descendants(proc.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:  # ended meanwhile
+                    pass
+            proc.wait()
+            codes[name] = None
+    return codes
+
+def descendants(pid):
+    """Every process started under pid, read from /proc: torchrun starts each trainer in a session of its own, where
+    a signal to torchrun's group does not reach, and a trainer left behind would hold the GPU."""
+    children = {}
+    for entry in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open(f'/proc/{entry}/stat') as f:
+                children.setdefault(int(f.read().rsplit(')', 1)[1].split()[1]), []).append(int(entry))
+        except (OSError, IndexError, ValueError):  # ended meanwhile
+            pass
+    found, todo = [], [pid]
+    while todo:
+        todo = [child for parent in todo for child in children.get(parent, [])]
+        found += todo
+    return found
+
+def log_text(name):
+    with open(os.path.join(record, 'logs', f'{name}.log')) as f:
+        return f.read()
+
+def outcome(codes):
+    """A part's outcome from its commands' exit codes: CUT if one ran past the limit, FAIL if one failed."""
+    return 'CUT' if None in codes.values() else 'FAIL' if any(codes.values()) else 'PASS'
+
+def percent(value):
+    return 'n/a' if value is None else f"{100 * value:.1f}%"
+
+# -----------------------------------------------------------------------------
+# 0) environment
+
+def environment():
+    try:
+        import triton
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = 'none'
+    versions = dict(torch=torch.__version__, triton=triton_version, cuda=torch.version.cuda,
+                    cudnn=torch.backends.cudnn.version(), python=platform.python_version(),
+                    nccl='.'.join(map(str, torch.cuda.nccl.version())) if cuda else None)
+    note(f"- {device_name}; " + ', '.join(f"{k} {v}" for k, v in versions.items() if v is not None),
+         item='environment', device=device_name, **versions)
+    on = dict(device='cuda' if cuda else 'cpu', requires_grad=True)
+    kernels = {}
+    for dtype in (torch.bfloat16, torch.float32):
+        q = torch.randn(1, 2, 256, 64, dtype=dtype, **on)
+        mask = torch.ones(1, 1, 256, 256, dtype=torch.bool, device=q.device).tril()
+        for what, kwargs in (('causal', dict(is_causal=True)), ('boolean mask', dict(attn_mask=mask))):
+            kernels[f"{str(dtype)[6:]}, {what}"] = sdpa_kernels(q, q, q, **kwargs)
+    note('- SDPA kernels that run here (forward + backward): ' + '; '.join(
+        f"{k}: {', '.join(v) or 'none'}" for k, v in kernels.items()), item='environment', sdpa_kernels=kernels)
+    return 'PASS'
+
+# -----------------------------------------------------------------------------
+# 1) correctness: flex against dense SDPA on every objective's masks (this part runs in its own process)
+
+def padded_groups(objective, S, generator):
+    """An objective's content and query groups for BATCH random sequences of S, padded to S keys and S - 1 query
+    rows (dar's shape, the largest), so one compiled kernel per length and dtype serves every mask. Padding keys
+    are never seen (PAD_GROUP); padding query rows see BOS (group 1: Eq. 24's strictly earlier group 0)."""
+    batch = objective.batch(torch.randint(0, 50000, (BATCH, S), generator=generator), generator)
+    query = batch['query_groups'] if batch['query_groups'] is not None else torch.ones(BATCH, 0, dtype=torch.long)
+    return (F.pad(batch['content_groups'], (0, S - batch['content_groups'].shape[1]), value=PAD_GROUP),
+            F.pad(query, (0, S - 1 - query.shape[1]), value=1))
+
+def gap(outputs, reference):
+    """Largest relative difference over tensors: max |a - b| / max |b| of each."""
+    return max(((a.float() - b.float()).abs().max() / b.float().abs().max()).item() for a, b in zip(outputs, reference))
+
+def correctness():
+    dev, failed = 'cuda' if cuda else 'cpu', 0
+    note(f"- flex ({'compiled, forward + backward' if cuda else 'eager, forward: no CPU flex backward'}) against "
+         f"SDPA's math kernel in IEEE float32 (TF32 off), batch {BATCH}, {HEADS} heads of {HEAD_SIZE}; relative gap "
+         "max |flex - math| / max |math|:")
+    for S in LENGTHS:
+        torch._dynamo.reset()  # static compiles for each length: dynamo makes a second shape dynamic
+        for dtype in (torch.float32,) + ((torch.bfloat16,) if S == LENGTHS[-1] else ()):
+            start = time.time()
+            for name, objective in MASKS.items():
+                generator = torch.Generator().manual_seed(S)
+                groups = [g.to(dev) for g in padded_groups(objective, S, generator)]
+                block_mask, mask = flex_block_mask(*groups), dense_mask(*groups)
+                shapes = [(BATCH, HEADS, 2 * S - 1, HEAD_SIZE)] + [(BATCH, HEADS, S, HEAD_SIZE)] * 2
+                q, k, v = (torch.randn(shape, generator=generator).to(dev, dtype).requires_grad_(cuda)
+                           for shape in shapes)
+                upstream = torch.randn(shapes[0], generator=generator).to(dev)
+
+                def attend(fn, inputs=(q, k, v)):  # -> output and, on CUDA (flex has no CPU backward), gradients
+                    out = fn(*inputs)
+                    return [out] + (list(torch.autograd.grad(out, inputs, upstream.to(out.dtype))) if cuda else [])
+                with full_float32():
+                    reference = attend(lambda *t: sdpa_with('math')(*t, attn_mask=mask),
+                                       [t.detach().float().requires_grad_(cuda) for t in (q, k, v)])
+                    flex = attend(lambda *t: flex_attention(*t, block_mask))
+                    flex_gap = gap(flex, reference)
+                    if dtype == torch.float32:
+                        sdpa_gaps, ok, limit = {}, flex_gap <= 1e-4, 'limit 1e-4'
+                    else:  # what SDPA's own bf16 kernels lose on these very inputs; a wrong mask would lose O(1)
+                        sdpa_gaps = {kernel: gap(attend(lambda *t: sdpa_with(kernel)(*t, attn_mask=mask)), reference)
+                                     for kernel in sdpa_kernels(q, k, v, attn_mask=mask)}
+                        ok = flex_gap <= 4 * max(sdpa_gaps.values())
+                        limit = 'limit 4x the worst SDPA bf16 kernel: ' + \
+                            ', '.join(f"{kernel} {g:.1e}" for kernel, g in sdpa_gaps.items())
+                failed += not ok
+                note(f"- {'PASS' if ok else 'FAIL'}  {name} S={S} {str(dtype)[6:]}: {flex_gap:.1e} ({limit})",
+                     item='correctness', mask=name, S=S, dtype=str(dtype)[6:], gap=flex_gap, sdpa_gaps=sdpa_gaps,
+                     backward=cuda, ok=ok)
+            note(f"  ({S}, {str(dtype)[6:]}: {time.time() - start:.0f} s, compile included)")
+    return failed
+
+# -----------------------------------------------------------------------------
+# 2), 3) speed: bench.py's own jobs, into the record
+
+def bench(name, limit, *args):
+    out = os.path.join(record, name)
+    codes = run({name: [sys.executable, 'bench.py', *BENCH, *args, f'--out_dir={out}', '--overwrite=True',
+                        '--progress=False']}, limit)
+    if codes[name] != 0:
+        return outcome(codes), None
+    with open(os.path.join(out, 'bench.json')) as f:
+        result = json.load(f)
+    return 'PASS', result
+
+def goal_lines(result, names):
+    for t in result['targets']:
+        if t['name'] in names:
+            measured = 'n/a' if t['measured'] is None else f"{t['measured']:.3f}"
+            note(f"- goal {t['status']}: {t['name']} {t['target']}, measured {measured} ({t['note']})",
+                 item='goal', **t)
+
+def attention_speed():
+    status, result = bench('p4', limits['attention'], '--jobs=(attention,)')
+    if result:
+        a = result['attention']
+        note(f"- dar attention, S={a['seq_len']}, batch {a['batch_size']}, {result['model']['n_head']} heads, "
+             f"{a['dtype']}, {a['mode']}: flex {a['flex_ms']:.2f} ms; dense SDPA " +
+             ', '.join(f"{k} {ms:.2f} ms" for k, ms in a['sdpa_kernels_ms'].items()) +
+             f"; flex {a['speedup']:.2f}x the fastest ({a['sdpa_kernel']})", item='P4', **a)
+        goal_lines(result, ('flex / dense-SDPA dar attention fwd+bwd speedup',))
+    return status
+
+def model_speed():
+    status, result = bench('p5', limits['speed'], '--jobs=(speed,)', '--variants=(ar,dar,vm2s)', *SPEED)
+    if result:
+        for r in result['runs']:
+            note(f"- {r['variant']} {r['mode']} ({r['backend']}, S={r['seq_len']}, batch {r['batch_size']}, "
+                 f"{result['dtype']}{', compiled' if result['compile'] else ''}): {r['ms_per_step']:.1f} ms/step, "
+                 f"{r['tokens_per_s']:.0f} tokens/s, MFU {percent(r['mfu'])}, "
+                 f"peak {r['peak_mem_mb']:.0f} MiB", item='P5', **r)
+        goal_lines(result, ('ar MFU', 'dar MFU'))
+    return status
+
+# -----------------------------------------------------------------------------
+# 4) the design card's command, one process, then resumed
+
+def command():
+    corpus = os.path.abspath(dataset_dir(dataset))
+    if not os.path.exists(os.path.join(corpus, 'train.bin')):
+        note(f"- no corpus {corpus}/train.bin: run python data/shakespeare/prepare.py (a GPU machine without a "
+             "network: bring data/shakespeare/ along)")
+        return 'FAIL'
+    deadline, configs, saved = time.time() + limits['command'], ('vm_pile', 'dar_pile'), {}
+    with tempfile.TemporaryDirectory(prefix='gpu_check-') as runs:  # the checkpoints: only this part resumes them
+        for steps, resume in zip(STEPS, (False, True)):
+            codes = run({f"{config}{'-resume' if resume else ''}": [
+                sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=1', 'train.py',
+                f'config/{config}.py', f'--dataset={corpus}', f'--out_dir={os.path.join(runs, config)}',
+                '--progress=False', '--gradient_accumulation_steps=1', f'--max_iters={steps}',
+                f'--lr_decay_iters={STEPS[1]}', *TRAIN, *(['--init_from=resume'] if resume else [])]
+                for config in configs}, deadline - time.time(),
+                env={'TORCH_LOGS': 'recompiles,graph_breaks', 'NCCL_DEBUG': 'VERSION', 'OMP_NUM_THREADS': '1'})
+            if any(code != 0 for code in codes.values()):
+                for name, code in codes.items():
+                    note(f"- {name}: {'cut at the limit' if code is None else f'exit code {code}'} (logs/{name}.log)")
+                return outcome(codes)
+        for config in configs:
+            shutil.copy(os.path.join(runs, config, 'log.jsonl'), os.path.join(record, f'{config}.jsonl'))
+            saved[config] = os.path.exists(os.path.join(runs, config, 'ckpt_last.pt'))
+    failed = 0
+    for config in configs:
+        with open(os.path.join(record, f'{config}.jsonl')) as f:
+            log = [json.loads(line) for line in f]
+        train, evals = [r for r in log if 'train_loss' in r], [r for r in log if 'val_loss' in r]
+        text = log_text(config) + log_text(f'{config}-resume')
+        figures = dict(item='command', config=config, first_loss=train[0]['train_loss'],
+                       last_loss=train[-1]['train_loss'],
+                       val_loss={r['iter']: r['val_loss'] for r in evals}, tokens_per_s=train[-1]['tokens_per_sec'],
+                       mfu=train[-1].get('mfu'), recompiles=text.count('Recompiling function'),
+                       graph_breaks=text.count('Graph break in user code'),
+                       nccl=(re.findall(r'NCCL version \S+', text) or ['NCCL: no version line'])[0] if cuda else 'gloo',
+                       header=(re.findall(r'^.*process\(es\).*$', text, re.M) or [''])[0])
+        ok = saved[config] and evals[-1]['iter'] == STEPS[1] and all(math.isfinite(r['val_loss']) for r in evals)
+        failed += not ok
+        note(f"- {'PASS' if ok else 'FAIL'}  {config}: {STEPS[0]} steps, then resumed to {STEPS[1]}; loss "
+             f"{figures['first_loss']:.2f} -> {figures['last_loss']:.2f}, val " +
+             ', '.join(f"{v:.2f} (iter {i})" for i, v in figures['val_loss'].items()) +
+             f"; {figures['tokens_per_s']:.0f} tokens/s" +
+             (f", MFU {percent(figures['mfu'])}" if figures['mfu'] else '') +
+             f"; {figures['recompiles']} recompiles, {figures['graph_breaks']} graph breaks; {figures['nccl']}; "
+             f"{figures['header'].strip()}", **figures)
+    return 'FAIL' if failed else 'PASS'
+
+# -----------------------------------------------------------------------------
+# 5) the compile cache, packed for the next lease
+
+def compile_cache():
+    files = [os.path.join(root, name) for root, _, names in os.walk(cache_dir) for name in names]
+    if not files:
+        note(f"- nothing compiled into {cache_dir}")
+        return 'PASS'
+    tarball = cache_dir + '.tar.gz'
+    with tarfile.open(tarball + '.tmp', 'w:gz', compresslevel=1) as tar:
+        tar.add(cache_dir, arcname='compile-cache')
+    os.replace(tarball + '.tmp', tarball)
+    size = sum(os.path.getsize(path) for path in files)
+    note(f"- {len(files)} files, {size / 2 ** 20:.0f} MiB in {cache_dir}, packed into {tarball} "
+         f"({os.path.getsize(tarball) / 2 ** 20:.0f} MiB): bring it to the next lease", item='cache', files=len(files),
+         mib=size / 2 ** 20, packed_mib=os.path.getsize(tarball) / 2 ** 20)
+    return 'PASS'
+
+# -----------------------------------------------------------------------------
+# a part in its own process (the check starts it), or the check: every part in order
+
+if part not in ('', 'correctness'):
+    raise UsageError(f"part must be '' (the whole check) or 'correctness', got {part!r}")
+if part:
+    os.makedirs(record, exist_ok=True)
+    raise SystemExit(1 if correctness() else 0)
+
+start, date = time.time(), datetime.now(timezone.utc).strftime('%Y-%m-%d')
+slug = re.sub(r'[^a-z0-9]+', '-', device_name.lower()).strip('-')
+record = os.path.abspath(os.path.join(record_root, f"{slug}-{date}"))
+for n in range(2, 100):  # a second run the same day gets its own folder
+    if not os.path.exists(record):
+        break
+    record = os.path.abspath(os.path.join(record_root, f"{slug}-{date}-{n}"))
+os.makedirs(record)
+if not os.path.isdir(cache_dir) and os.path.exists(cache_dir + '.tar.gz'):  # the last lease's compiles
+    with tarfile.open(cache_dir + '.tar.gz') as tar:
+        tar.extractall(os.path.dirname(cache_dir), filter='data')
+note(f"# gpu_check.py on {device_name}, {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"
+     f"{'' if cuda else ' (no GPU: toy sizes, what the CPU can)'}")
+
+
+class Overtime(Exception):
+    pass
+
+def overtime(signum, frame):
+    raise Overtime()
+
+def in_this_process(fn, limit):
+    """Parts 0 and 5 run here, stopped at their limit by an alarm (one that rings as it is disarmed is caught too)."""
+    signal.signal(signal.SIGALRM, overtime)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, limit)
+        try:
+            return fn()
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except Overtime:
+        return 'CUT'
+
+def correctness_process():
+    """Part 1 in its own process (its compiles and memory leave with it); its lines, as it wrote them, shown here."""
+    with open(os.path.join(record, 'check.md')) as f:
+        seen = len(f.read())
+    codes = run({'correctness': [sys.executable, 'gpu_check.py', '--part=correctness', f'--record={record}',
+                                 f'--device={device}']}, limits['correctness'])
+    with open(os.path.join(record, 'check.md')) as f:
+        print(f.read()[seen:], end='', flush=True)
+    return outcome(codes)
+
+PARTS = [('0 environment', 'environment', lambda: in_this_process(environment, limits['environment'])),
+         ('1 correctness: flex = dense SDPA', 'correctness', correctness_process),
+         ('2 P4: dar attention, flex vs the fastest dense SDPA kernel', 'attention', attention_speed),
+         ('3 P5: GPT-2 124M, S = 1024, compiled: MFU and peak memory', 'speed', model_speed),
+         ("4 the design card's command, resumed", 'command', command),
+         ('5 compile cache', 'cache', lambda: in_this_process(compile_cache, limits['cache']))]
+outcomes = []
+for title, key, fn in PARTS:
+    note(f"\n## {title} (limit {limits[key]:.0f} s)")
+    began = time.time()
+    outcomes.append(fn())
+    note(f"{outcomes[-1]} in {time.time() - began:.0f} s", part=key, outcome=outcomes[-1], seconds=time.time() - began)
+passed = outcomes.count('PASS')
+note(f"\ngpu_check: {passed} of {len(PARTS)} parts passed on {device_name} in {time.time() - start:.0f} s; "
+     f"record: {record}")
+raise SystemExit(0 if passed == len(PARTS) else 1)

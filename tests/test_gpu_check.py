@@ -1,0 +1,111 @@
+"""gpu_check.py (make gpu-check) at its CPU toy sizes: every part runs and writes its record as it goes, a wrong
+flex kernel fails part 1, a part past its limit is cut and the rest still run; devices.py's numerics helpers."""
+import json
+import os
+
+import pytest
+import torch
+
+from conftest import one_error_line, run_in_process, run_script
+from devices import full_float32, sdpa_kernels
+
+PARTS = ['0 environment', '1 correctness', '2 P4', '3 P5', "4 the design card's command", '5 compile cache']
+
+
+def read_record(folder):
+    with open(os.path.join(folder, 'check.md')) as f:
+        lines = f.read().splitlines()
+    with open(os.path.join(folder, 'check.jsonl')) as f:
+        return lines, [json.loads(line) for line in f]
+
+
+def correctness(tmp_path, monkeypatch):
+    monkeypatch.setenv('TORCHINDUCTOR_CACHE_DIR', str(tmp_path / 'cache'))  # the check's default is the repo's
+    with pytest.raises(SystemExit) as stop:
+        run_in_process('gpu_check.py', '--part=correctness', f'--record={tmp_path}', f'--record_root={tmp_path}')
+    return stop.value.code, *read_record(tmp_path)
+
+
+def test_correctness_compares_every_mask_and_catches_a_wrong_kernel(tmp_path, monkeypatch):
+    code, lines, figures = correctness(tmp_path / 'right', monkeypatch)
+    assert code == 0
+    # ar / dar / vm2s / mlm / mdlm at two lengths in float32, at the longer one in bf16 too: flex forward (no CPU
+    # backward) against SDPA's math kernel in IEEE float32; in bf16 against SDPA's own bf16 kernels, named
+    assert [(r['mask'], r['S'], r['dtype']) for r in figures] == \
+        [(m, S, dtype) for S, dtypes in ((32, ['float32']), (256, ['float32', 'bfloat16'])) for dtype in dtypes
+         for m in ('ar', 'dar', 'vm2s', 'mlm', 'mdlm')]
+    assert all(r['ok'] and not r['backward'] for r in figures)
+    assert all(r['gap'] <= 1e-4 for r in figures if r['dtype'] == 'float32')
+    assert all(set(r['sdpa_gaps']) == {'flash', 'math'} for r in figures if r['dtype'] == 'bfloat16')
+    assert sum(line.startswith('- PASS') for line in lines) == 15
+    import model
+    attend = model.flex_attention
+    monkeypatch.setattr(model, 'flex_attention', lambda q, k, v, block_mask: attend(q, k, v, block_mask) * 1.1)
+    code, lines, figures = correctness(tmp_path / 'wrong', monkeypatch)
+    assert code == 1 and not any(r['ok'] for r in figures)
+    assert sum(line.startswith('- FAIL') for line in lines) == 15
+
+
+@pytest.mark.long
+def test_the_whole_check_runs_on_a_cpu(tmp_path, tiny_corpus):
+    """Every part at toy sizes, in order, each line in the record as it finished; part 4 trains vm_pile and dar_pile
+    under torchrun (one gloo process), evaluates, checkpoints and resumes them to the step asked for."""
+    proc = run_script('gpu_check.py', f'--record_root={tmp_path / "records"}', f'--dataset={tiny_corpus}')
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (record,) = [entry for entry in os.listdir(tmp_path / 'records') if not entry.startswith('compile-cache')]
+    assert record.startswith('cpu-')  # a record under the CPU's name
+    lines, figures = read_record(tmp_path / 'records' / record)
+    headers = [line[3:] for line in lines if line.startswith('## ')]
+    assert len(headers) == 6 and all(header.startswith(part) for header, part in zip(headers, PARTS))
+    outcomes = [r for r in figures if 'outcome' in r]
+    assert [r['outcome'] for r in outcomes] == ['PASS'] * 6
+    assert sum('mask' in r and r['ok'] for r in figures) == 15
+    (p4,) = [r for r in figures if r.get('item') == 'P4']
+    assert p4['sdpa_kernel'] in p4['sdpa_kernels_ms'] and p4['mode'] == 'forward'
+    assert {(r['variant'], r['mode']) for r in figures if r.get('item') == 'P5'} == \
+        {(v, mode) for v in ('ar', 'dar', 'vm2s') for mode in ('train', 'forward')}
+    commands = {r['config']: r for r in figures if r.get('item') == 'command'}
+    assert set(commands) == {'vm_pile', 'dar_pile'}
+    for r in commands.values():
+        assert list(r['val_loss']) == ['3', '6', '8']  # evaluated every 3 steps, resumed from 6 to 8
+        assert r['recompiles'] == 0 and r['graph_breaks'] == 0 and r['nccl'] == 'gloo'
+    assert proc.stdout.splitlines()[-1].startswith('gpu_check: 6 of 6 parts passed on CPU')
+    assert sorted(os.listdir(tmp_path / 'records' / record / 'logs')) == sorted(
+        ['correctness.log', 'p4.log', 'p5.log', 'vm_pile.log', 'vm_pile-resume.log', 'dar_pile.log',
+         'dar_pile-resume.log'])
+
+
+def test_a_part_past_its_limit_is_cut_and_the_rest_still_run(tmp_path, tiny_corpus):
+    proc = run_script('gpu_check.py', f'--record_root={tmp_path / "records"}', f'--dataset={tiny_corpus}',
+                      '--limit_scale=0.001')  # tens of milliseconds each: no process starts in that
+    assert proc.returncode == 1
+    (record,) = [entry for entry in os.listdir(tmp_path / 'records') if not entry.startswith('compile-cache')]
+    lines, figures = read_record(tmp_path / 'records' / record)
+    headers = [line[3:] for line in lines if line.startswith('## ')]  # every part, in order, after the cut ones
+    assert len(headers) == 6 and all(header.startswith(part) for header, part in zip(headers, PARTS))
+    outcomes = {r['part']: r['outcome'] for r in figures if 'outcome' in r}
+    assert [outcomes[key] for key in ('correctness', 'attention', 'speed', 'command')] == ['CUT'] * 4
+    assert 'parts passed' in lines[-1]
+
+
+def test_bad_input_is_one_line():
+    one_error_line(run_script('gpu_check.py', '--part=timing'), "part must be '' (the whole check) or 'correctness'")
+    one_error_line(run_script('gpu_check.py', '--device=cuda'), "device must be 'auto'")
+
+
+def test_full_float32_turns_tf32_off_and_restores_it():
+    matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True  # as setup_processes on CUDA
+        with full_float32():
+            assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+        assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
+
+
+def test_sdpa_kernels_names_those_that_run():
+    """On a CPU, flash and math take a boolean mask, forward and backward; the CUDA-only kernels decline."""
+    q = torch.randn(1, 2, 16, 8, requires_grad=True)
+    assert sdpa_kernels(q, q, q, attn_mask=torch.ones(16, 16, dtype=torch.bool).tril()) == ['flash', 'math']
+    assert q.grad is None  # probed with autograd.grad: nothing accumulated
