@@ -389,7 +389,8 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_corpus
     train_here(out, tiny_corpus, '--max_iters=2', '--eval_interval=2')
     good = read_checkpoint(out / 'ckpt_last.pt')
     save_checkpoint({**good, 'config': {**good['config'], **diverging}}, out / 'ckpt_last.pt')
-    with pytest.raises(SystemExit, match=r'^train.py: error: \w+ loss is nan at iter \d+: [^\n]*resume$'):
+    stop = r'^train.py: error: \w+ loss is nan at iter \d+: [^\n]*start again with --overwrite=True [^\n]*$'
+    with pytest.raises(SystemExit, match=stop):
         train_here(out, tiny_corpus, '--max_iters=40', '--eval_interval=40', '--init_from=resume',
                    '--learning_rate=1e30', '--grad_clip=0.0', '--warmup_iters=0')
     kept = read_checkpoint(out / 'ckpt_last.pt')
