@@ -15,7 +15,8 @@ run cut short keeps what finished:
   4 the command   torchrun --standalone --nproc_per_node=1 train.py config/vm_pile.py, and config/dar_pile.py beside
                   it, on the Shakespeare plays (python data/shakespeare/prepare.py) at 4 layers: 60 steps with NCCL,
                   DDP, compile, flex, bf16, evaluation and checkpoints, then resumed for 20 more; recompiles and
-                  graph breaks counted from TORCH_LOGS
+                  graph breaks counted from TORCH_LOGS; the first 60 steps under CUDA's sync debug mode, the host's
+                  waits counted per step (goal: none in a step that neither logs nor evaluates)
   5 compile cache every part compiles into experiments/gpu/compile-cache (TORCHINDUCTOR_CACHE_DIR), packed into
                   compile-cache.tar.gz beside the records: the next lease unpacks it and its compiles are cache hits
 The exit code is 1 if a part failed or was cut; a goal missed is reported, not failed. Without a GPU every part runs
@@ -85,14 +86,15 @@ if cuda:
     LENGTHS, BATCH, HEADS, HEAD_SIZE = (128, 1024), 16, 12, 64
     BENCH = ['config/gpt2_124m_bench.py']  # 12 x 768 (12 heads of 64), block_size 1024, batch 16
     SPEED = ['--seq_lens=(1024,)', '--backends=(flex,)', '--warmup=5', '--steps=20']
-    TRAIN, STEPS = ['--n_layer=4', '--eval_interval=30', '--eval_iters=5'], (60, 80)
+    LOG, EVAL, STEPS = 10, 30, (60, 80)
+    TRAIN = ['--n_layer=4', f'--log_interval={LOG}', f'--eval_interval={EVAL}', '--eval_iters=5']
 else:
     LENGTHS, BATCH, HEADS, HEAD_SIZE = (32, 256), 2, 2, 16
     BENCH = ['--device=cpu', '--n_layer=1', '--n_head=2', '--n_embd=32', '--block_size=64', '--batch_size=2']
     SPEED = ['--seq_lens=(64,)', '--backends=(sdpa,)', '--warmup=1', '--steps=2']
+    LOG, EVAL, STEPS = 2, 3, (6, 8)
     TRAIN = ['--device=cpu', '--n_layer=1', '--n_head=2', '--n_embd=64', '--block_size=64', '--batch_size=4',
-             '--eval_interval=3', '--eval_iters=2']
-    STEPS = (6, 8)
+             f'--log_interval={LOG}', f'--eval_interval={EVAL}', '--eval_iters=2']
 if cuda:
     device_name = torch.cuda.get_device_name()
 else:
@@ -292,6 +294,48 @@ def model_speed():
 # -----------------------------------------------------------------------------
 # 4) the design card's command, one process, then resumed
 
+# train.py's first leg on a GPU runs under this wrapper: CUDA's sync debug mode warns at every op that makes the host
+# wait for the device, and each warning is counted against the step the script is at (its iter_num)
+SYNC_COUNTER = """import json, os, runpy, sys, warnings
+import torch
+out, script = sys.argv[1], os.path.abspath(sys.argv[2])
+sys.argv, syncs, shown = sys.argv[2:], {}, warnings.showwarning
+sys.path.insert(0, os.path.dirname(script))
+def count(message, *args, **kwargs):
+    if 'synchroniz' not in str(message):
+        return shown(message, *args, **kwargs)
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename != script:
+        frame = frame.f_back
+    step = str(frame.f_globals.get('iter_num')) if frame else 'outside'
+    syncs[step] = syncs.get(step, 0) + 1
+warnings.showwarning = count
+warnings.simplefilter('always')
+if torch.cuda.is_available():  # a CPU has no device to wait for (and tests run this wrapper there)
+    torch.cuda.set_sync_debug_mode('warn')
+try:
+    runpy.run_path(script, run_name='__main__')
+finally:
+    with open(out, 'w') as f:
+        json.dump(syncs, f)
+"""
+
+def sync_lines(config, path):
+    """The host's waits per step of the first leg, from SYNC_COUNTER's file, as a goal (reported, not failed): a
+    step's count holds what ran between iter_num = k and k + 1 (step k's log / evaluation, then step k + 1's
+    compute), so only log and evaluation steps, and step 0 (compiles, the first batch), should have any."""
+    with open(path) as f:
+        syncs = {int(k) if k.isdigit() else k: n for k, n in json.load(f).items()}
+    quiet = [k for k in range(1, STEPS[0]) if k % LOG and k % EVAL]
+    waits = {k: syncs.get(k, 0) for k in quiet}
+    busy = sum(n for k, n in syncs.items() if isinstance(k, int) and k and k not in waits)
+    note(f"- goal {'met' if not sum(waits.values()) else 'missed'}: no host sync in the {len(quiet)} steps of "
+         f"{config} that neither log nor evaluate, measured {sum(waits.values())} (step 0: {syncs.get(0, 0)}; log / "
+         f"evaluation steps: {busy})", item='syncs', config=config, quiet_steps=len(quiet),
+         syncs_in_quiet_steps=sum(waits.values()), steps_with_syncs=[k for k, n in waits.items() if n],
+         per_step={str(k): n for k, n in syncs.items()})
+
+
 def command():
     corpus = os.path.abspath(dataset_dir(dataset))
     if not os.path.exists(os.path.join(corpus, 'train.bin')):
@@ -300,9 +344,14 @@ def command():
         return 'FAIL'
     deadline, configs, saved = time.time() + limits['command'], ('vm_pile', 'dar_pile'), {}
     with tempfile.TemporaryDirectory(prefix='gpu_check-') as runs:  # the checkpoints: only this part resumes them
+        counter = os.path.join(runs, 'sync_counter.py')
+        with open(counter, 'w') as f:
+            f.write(SYNC_COUNTER)
         for steps, resume in zip(STEPS, (False, True)):
+            counted = cuda and not resume  # CUDA's sync debug mode: GPUs only (on a CPU tests/host_reads.py counts)
             codes = run({f"{config}{'-resume' if resume else ''}": [
-                sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=1', 'train.py',
+                sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=1',
+                *([counter, os.path.join(runs, f'{config}-syncs.json')] if counted else []), 'train.py',
                 f'config/{config}.py', f'--dataset={corpus}', f'--out_dir={os.path.join(runs, config)}',
                 '--progress=False', '--gradient_accumulation_steps=1', f'--max_iters={steps}',
                 f'--lr_decay_iters={STEPS[1]}', *TRAIN, *(['--init_from=resume'] if resume else [])]
@@ -315,6 +364,8 @@ def command():
         for config in configs:
             shutil.copy(os.path.join(runs, config, 'log.jsonl'), os.path.join(record, f'{config}.jsonl'))
             saved[config] = os.path.exists(os.path.join(runs, config, 'ckpt_last.pt'))
+        for config in configs if cuda else ():
+            sync_lines(config, os.path.join(runs, f'{config}-syncs.json'))
     failed = 0
     for config in configs:
         with open(os.path.join(record, f'{config}.jsonl')) as f:

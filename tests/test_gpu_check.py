@@ -1,12 +1,15 @@
 """gpu_check.py (make gpu-check) at its CPU toy sizes: every part runs and writes its record as it goes, a wrong
 flex kernel fails part 1, a part past its limit is cut and the rest still run; devices.py's numerics helpers."""
+import ast
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
 
-from conftest import one_error_line, run_in_process, run_script
+from conftest import ROOT, one_error_line, run_in_process, run_script
 from devices import full_float32, sdpa_kernels
 
 PARTS = ['0 environment', '1 correctness', '2 P4', '3 P5', "4 the design card's command", '5 compile cache']
@@ -86,6 +89,23 @@ def test_a_part_past_its_limit_is_cut_and_the_rest_still_run(tmp_path, tiny_corp
     outcomes = {r['part']: r['outcome'] for r in figures if 'outcome' in r}
     assert [outcomes[key] for key in ('correctness', 'attention', 'speed', 'command')] == ['CUT'] * 4
     assert 'parts passed' in lines[-1]
+
+
+def test_part_4s_sync_counter_counts_each_host_wait_against_its_step(tmp_path):
+    """On a GPU, part 4 runs train.py under SYNC_COUNTER with CUDA's sync debug mode on: each 'synchronizing' warning
+    counts against the script's iter_num at that moment, and any other warning is shown as usual."""
+    source = ast.parse(open(os.path.join(ROOT, 'gpu_check.py')).read())
+    counter = next(node.value.value for node in source.body if isinstance(node, ast.Assign)
+                   and getattr(node.targets[0], 'id', '') == 'SYNC_COUNTER')
+    (tmp_path / 'counter.py').write_text(counter)
+    (tmp_path / 'script.py').write_text(
+        "import warnings\niter_num = 0\nwhile iter_num < 5:\n    for _ in range(iter_num == 3):\n"
+        "        warnings.warn('called a synchronizing CUDA operation')\n    iter_num += 1\n"
+        "warnings.warn('called a synchronizing CUDA operation')\nwarnings.warn('something else')\n")
+    shown = subprocess.run([sys.executable, str(tmp_path / 'counter.py'), str(tmp_path / 'syncs.json'),
+                            str(tmp_path / 'script.py')], capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0 and 'something else' in shown.stderr and 'synchroniz' not in shown.stderr, shown
+    assert json.loads((tmp_path / 'syncs.json').read_text()) == {'3': 1, '5': 1}
 
 
 def test_bad_input_is_one_line():
