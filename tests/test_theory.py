@@ -294,7 +294,7 @@ def test_checkpoint_commands(tmp_path, capsys):
         assert all(1 <= ranks[name][layer] <= 16 for name in ranks)
     out_text = capsys.readouterr().out
     assert 'with_mask_real' in out_text and 'bidirectional attention' in out_text
-    with pytest.raises(ValueError, match='val.bin not found'):
+    with pytest.raises(ValueError, match='none is not prepared: run .python data/prepare.py'):
         run_in_process('theory.py', 'effrank', f'--ckpt={ckpt}', f"--dataset={tmp_path / 'none'}")
     with pytest.raises(ValueError, match='does not exist'):
         run_in_process('theory.py', 'connectivity', f"--ckpt={tmp_path / 'missing.pt'}", f'--dataset={data_dir}')
