@@ -206,10 +206,10 @@ def bert_batch(x, masked, generator=None, bert_replace=False, ordinary_tokens=No
     pred_index, valid = _pack(positions, masked, width)
     content, content_masked = x, masked
     if bert_replace:
-        draw = torch.rand(B, S, generator=generator, device=generator.device).to(x.device)
-        random_tokens = torch.randint(0, ordinary_tokens, (B, S), generator=generator, device=generator.device)
-        content_masked = masked & (draw < 0.8)
-        content = torch.where(masked & (draw >= 0.8) & (draw < 0.9), random_tokens.to(x.device), x)
+        coin = draw(torch.rand, B, S, generator=generator).to(x.device)
+        random_tokens = draw(torch.randint, 0, ordinary_tokens, (B, S), generator=generator).to(x.device)
+        content_masked = masked & (coin < 0.8)
+        content = torch.where(masked & (coin >= 0.8) & (coin < 0.9), random_tokens, x)
     return model_batch(content, positions, torch.zeros_like(positions), gather_positions(x, pred_index), valid,
                        content_masked=content_masked, pred_index=pred_index, per_sequence=per_sequence,
                        all_visible=True)

@@ -160,7 +160,7 @@ def on_device(batch):  # from pinned pages the copy runs beside the compute; fro
 # model, optimizer, resume
 model = Transformer(model_config)
 # DDP wants a gradient for every trainable parameter: freeze the learned inputs this objective never reads
-probe = pretraining.batch(sequences('train', torch.Generator().manual_seed(0)), torch.Generator().manual_seed(0), bos)
+probe = host_batch('train', torch.Generator().manual_seed(0))
 model.query_emb.requires_grad_(probe['query_pos'] is not None)
 model.mask_emb.requires_grad_(probe['content_masked'] is not None)
 check_memory(step_memory(model, probe, training=True), device,
