@@ -127,7 +127,8 @@ def restore_generators(checkpoint, streams, rank, device):
     """The data streams are CPU generators, saved in stream order whatever the process count: each process takes
     its own again (stream = rank * micro-steps + micro_step), so the data is exactly the uninterrupted run's on any
     device and any number of processes. The global generators only drop out: this process's, where the checkpoint
-    has one (a CPU state; on CUDA the pair (CPU, CUDA)), the CUDA part only on CUDA; a process it lacks keeps its seed."""
+    has one (a CPU state; on CUDA the pair (CPU, CUDA)), the CUDA part only on CUDA; a process it lacks keeps its
+    seed."""
     saved = [state for states in checkpoint['streams'] for state in states]
     for generator, state in zip(streams, saved[rank * len(streams):(rank + 1) * len(streams)]):
         generator.set_state(state)

@@ -299,7 +299,8 @@ class Objective:
     @classmethod
     def from_config(cls, config):
         """From train.py's config, where the key 'objective' names it."""
-        return cls(config['objective'], **{k: config[k] for k in cls.__dataclass_fields__ if k != 'name' and k in config})
+        settings = {k: config[k] for k in cls.__dataclass_fields__ if k != 'name' and k in config}
+        return cls(config['objective'], **settings)
 
     @classmethod
     def from_checkpoint(cls, checkpoint, path='the checkpoint'):

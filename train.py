@@ -230,8 +230,8 @@ def save(paths):  # stream 0 as it was before the next step's first draw: see tr
 def stop_on_nan(value, where):
     if not math.isfinite(value):
         raise SystemExit(f"train.py: error: {where} loss is {value} at iter {iter_num}: nothing was saved after the "
-                         f"last finite evaluation ({last_path}); lower learning_rate or raise warmup_iters and start again with "
-                         "--overwrite=True (a resumed run keeps the schedule)")
+                         f"last finite evaluation ({last_path}); lower learning_rate or raise warmup_iters and start "
+                         "again with --overwrite=True (a resumed run keeps the schedule)")
 
 # -----------------------------------------------------------------------------
 # training loop. log.jsonl gets a training line every log_interval steps (the mean loss of those steps) and an
