@@ -4,14 +4,15 @@ with weights_only=True, with one line naming the fix when one is wrong. Pretrain
 (eval_ppl, eval_glue, eval_vision, sample, theory) opens one.
 """
 import os
-from dataclasses import fields
+from dataclasses import asdict, fields
 
 import torch
+import torch.distributed as dist
 
 from configurator import UsageError
 from model import ModelConfig, Transformer
 from objectives import Objective
-from output import atomic_write
+from output import atomic_write, claim_out_dir
 
 
 # -----------------------------------------------------------------------------
@@ -41,12 +42,19 @@ def read_checkpoint(path, device='cpu'):
         raise UsageError(f"{path} is not a lookaround checkpoint (no 'model' / 'model_config' entries)")
     return ckpt
 
+def checked_model_config(where='', **settings):
+    """A ModelConfig from settings that entered from outside (a config, a checkpoint): a bad one is one line."""
+    try:
+        return ModelConfig(**settings)
+    except ValueError as error:  # the model's own checks: model.py never imports the command line
+        raise UsageError(f"{where}{error}") from None
+
 def model_config_from(ckpt, path, **overrides):
     known = {f.name for f in fields(ModelConfig)}
     unknown = set(ckpt['model_config']) - known
     if unknown:
         raise UsageError(f"{path} has unknown model_config keys {sorted(unknown)}: it was written by another version")
-    return ModelConfig(**{**ckpt['model_config'], **overrides})
+    return checked_model_config(f"{path}: ", **{**ckpt['model_config'], **overrides})
 
 def load_checkpoint(path, device='cpu', **overrides):
     """-> (model in eval mode, checkpoint dict). overrides: ModelConfig fields, e.g. attn_backend='flex'."""
@@ -58,6 +66,78 @@ def load_checkpoint(path, device='cpu', **overrides):
         first = str(err).strip().splitlines()[0]
         raise UsageError(f"{path} does not fit its own model_config ({first})") from None
     return model.to(device).eval(), ckpt
+
+# -----------------------------------------------------------------------------
+# train.py's runs: a new run never touches an old one, and resume continues the run its checkpoint records
+
+RUN_FILES = ('ckpt_last.pt', 'ckpt_best.pt', 'log.jsonl', 'loss.png', 'loss.csv')  # what train.py writes
+
+def claim_run(out_dir, init_from, overwrite, master=True):
+    """Refuse before anything is read or written (a run stopped before its first evaluation saved no checkpoint: it
+    can only start again). With overwrite the old run stays until the new one has started. -> the run's file paths"""
+    run_files = [os.path.join(out_dir, name) for name in RUN_FILES]
+    last_path = run_files[0]
+    if init_from == 'resume' and not os.path.lexists(last_path):
+        raise UsageError(f"{out_dir} holds no ckpt_last.pt to resume (a run killed before its first evaluation saved "
+                         "none): start the run with --init_from=scratch" +
+                         (" --overwrite=True" if any(map(os.path.lexists, run_files)) else ''))
+    if master:
+        claim_out_dir(out_dir, RUN_FILES if init_from == 'scratch' and not overwrite else [],
+                      fix="continue it with --init_from=resume, train into a new --out_dir, or pass --overwrite=True "
+                      "to delete it first" if os.path.lexists(last_path) else
+                      "it saved no checkpoint to resume: pass --overwrite=True to start it again, or a new --out_dir")
+    return run_files
+
+# only where and how long a run goes, what it shows and the hardware may change on resume; another objective,
+# schedule, data or evaluation would silently make a different run
+RESUMABLE_CHANGES = ('out_dir', 'init_from', 'overwrite', 'max_iters', 'eval_interval', 'log_interval', 'progress',
+                     'device', 'dtype', 'compile', 'attn_backend')
+
+def check_resume(checkpoint, path, config, model_config):
+    """train.py's config against the run its checkpoint records. -> True if that run already reached max_iters"""
+    saved = model_config_from(checkpoint, path, attn_backend=model_config.attn_backend)
+    if asdict(saved) != asdict(model_config):
+        diff = {k: (v, asdict(model_config)[k]) for k, v in asdict(saved).items() if asdict(model_config)[k] != v}
+        raise UsageError(f"{path} holds another architecture (checkpoint vs config: {diff}): "
+                         "resume with the settings it was trained with, or use a new out_dir")
+    saved = checkpoint.get('config', {})
+    as_saved = lambda value: list(value) if isinstance(value, tuple) else value  # noqa: E731 (tuples load as lists)
+    changed = [k for k in config if k in saved and k not in RESUMABLE_CHANGES
+               and as_saved(saved[k]) != as_saved(config[k])]
+    if changed:
+        raise UsageError(f"{path} was trained with " + ', '.join(f"{k}={saved[k]!r}" for k in changed) +
+                         " but this command says " + ', '.join(f"{k}={config[k]!r}" for k in changed) +
+                         ": resume with the checkpoint's settings, or start a new run in another --out_dir")
+    if config['max_iters'] < checkpoint['iter']:
+        raise UsageError(f"{path} is at iter {checkpoint['iter']}: max_iters={config['max_iters']} must exceed it to "
+                         "train on")
+    return config['max_iters'] == checkpoint['iter']
+
+def gather_generators(stream_states, device):
+    """What restore_generators reads, from every process under torchrun (rank 0's checkpoint keeps them all):
+    -> (data stream states per process, global generator state per process: CPU, or on CUDA the pair (CPU, CUDA))"""
+    torch_rng = torch.get_rng_state() if device == 'cpu' else [torch.get_rng_state(), torch.cuda.get_rng_state(device)]
+    if not dist.is_initialized():
+        return [stream_states], [torch_rng]
+    gathered = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, (stream_states, torch_rng))
+    return [g[0] for g in gathered], [g[1] for g in gathered]
+
+def restore_generators(checkpoint, streams, rank, device):
+    """The data streams are CPU generators, saved in stream order whatever the process count: each process takes
+    its own again (stream = rank * micro-steps + micro_step), so the data is exactly the uninterrupted run's on any
+    device and any number of processes. The global generators only drop out: this process's, where the checkpoint
+    has one (a CPU state; on CUDA the pair (CPU, CUDA)), the CUDA part only on CUDA; a process it lacks keeps its
+    seed."""
+    saved = [state for states in checkpoint['streams'] for state in states]
+    for generator, state in zip(streams, saved[rank * len(streams):(rank + 1) * len(streams)]):
+        generator.set_state(state)
+    if rank < len(checkpoint['torch_rng']):
+        saved_rng = checkpoint['torch_rng'][rank]
+        cpu_rng, cuda_rng = (saved_rng, None) if isinstance(saved_rng, torch.Tensor) else saved_rng
+        torch.set_rng_state(cpu_rng)
+        if device.startswith('cuda') and cuda_rng is not None:
+            torch.cuda.set_rng_state(cuda_rng, device)
 
 # -----------------------------------------------------------------------------
 # a pretrained checkpoint, as an evaluation script reads it

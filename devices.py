@@ -63,6 +63,20 @@ def setup_processes(device='auto', dtype='auto'):
     return ddp, rank, local_rank, world_size, device, dtype, autocast
 
 
+def micro_steps(gradient_accumulation_steps, batch_size):
+    """-> (world_size, micro-steps of each process): torchrun's WORLD_SIZE processes share the global batch's
+    gradient_accumulation_steps micro-steps, so it must be a multiple of their number."""
+    world_size = int(os.environ.get('WORLD_SIZE', 1))
+    if gradient_accumulation_steps % world_size:
+        steps = world_size * -(-gradient_accumulation_steps // world_size)
+        rows = batch_size * gradient_accumulation_steps  # a step's rows: the same with fewer rows per micro-step
+        raise UsageError(f"gradient_accumulation_steps={gradient_accumulation_steps} must be a multiple of the "
+                         f"{world_size} processes: it counts micro-steps summed over all of them (pass "
+                         f"--gradient_accumulation_steps={steps}" + (f" --batch_size={rows // steps} for the same "
+                         f"{rows} rows a step" if rows % steps == 0 else '') + ")")
+    return world_size, gradient_accumulation_steps // world_size
+
+
 def pick_attn_backend(attn_backend, device):
     """'auto' -> flex on CUDA (block-sparse, compiled), sdpa with a dense mask elsewhere (flex has no CPU backward)."""
     if attn_backend not in ('auto', 'sdpa', 'flex'):

@@ -27,7 +27,7 @@ from data.text import TOKENIZERS, get_tokenizer
 from devices import pick_attn_backend, setup_processes
 from evals.glue import (STYLES, TextClassifier, encode_rows, fit_least_squares, fit_logistic, join_pair,
                         length_batches, pad_batch, resolve_pooling)
-from model import lr_at
+from schedule import lr_at
 
 # -----------------------------------------------------------------------------
 # default config: Cramming's "sane" fine-tuning recipe on the eight GLUE tasks of the average

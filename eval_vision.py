@@ -42,7 +42,8 @@ from evals.lpips import MIN_SIDE
 from evals.vision import (ImageClassifier, accuracy, check_pool, encode, fill_order, layer_decay_groups, masked_l2,
                           mean_fill, mixup, reconstruct, save_grid, soft_cross_entropy, soft_targets, to_sequence,
                           train_linear_probe)
-from model import lr_at, unpatchify
+from model import unpatchify
+from schedule import lr_at
 
 # -----------------------------------------------------------------------------
 # default config: the MAE linear-probe protocol

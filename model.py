@@ -12,26 +12,24 @@ where row_limit is the content group for content rows and (query group - 1) for 
 One-stream GPT is content groups 0,1,2,...; one-stream BERT is every group 0. A padding row carries a group above
 every real one (objectives.PAD_GROUP): no real row sees it, and it sees every row, so no attention row is empty.
 """
-import functools
 import math
 from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.nn.attention import flex_attention as flex
 
-from configurator import UsageError
+from attention import create_block_mask, flex_attention
 
 # -----------------------------------------------------------------------------
-# configuration
+# configuration: scripts check it where it enters (config, checkpoint); a ValueError here is a caller's bug
 
 @dataclass
 class ModelConfig:
     input_kind: str = 'tokens'   # 'tokens' or 'patches' (images)
-    tokenizer: str = 'gpt2'      # what token ids mean (data/text.py TOKENIZERS): 'gpt2' BPE or 'bytes'
+    tokenizer: str = 'gpt2'      # not read here: what the ids mean (data/text.py), for the scripts that decode them
     vocab_size: int = 50304      # the tokenizer's vocabulary padded up to a multiple of 64 (GPT-2: 50257 -> 50304)
-    block_size: int = 128        # longest sequence, conditioning token included
+    block_size: int = 128        # longest sequence, conditioning token included; patches: always patches + CLS
     n_layer: int = 4
     n_head: int = 4
     n_embd: int = 128
@@ -46,24 +44,22 @@ class ModelConfig:
     rope: bool = False           # text: rotary positions (RoPE) instead of a learned position table
 
     def __post_init__(self):
-        if self.input_kind not in ('tokens', 'patches'):
-            raise UsageError(f"input_kind must be 'tokens' or 'patches', got {self.input_kind!r}")
-        if self.mlp not in ('gelu', 'glu'):
-            raise UsageError(f"mlp must be 'gelu' or 'glu', got {self.mlp!r}")
-        if self.attn_backend not in ('sdpa', 'flex'):
-            raise UsageError(f"attn_backend must be 'sdpa' or 'flex', got {self.attn_backend!r}")
+        for key, choices in (('input_kind', ('tokens', 'patches')), ('mlp', ('gelu', 'glu')),
+                             ('attn_backend', ('sdpa', 'flex'))):
+            if getattr(self, key) not in choices:
+                raise ValueError(f"{key} must be {' or '.join(map(repr, choices))}, got {getattr(self, key)!r}")
         if self.n_embd % self.n_head:
-            raise UsageError(f"n_embd={self.n_embd} is not divisible by n_head={self.n_head}")
+            raise ValueError(f"n_embd={self.n_embd} is not divisible by n_head={self.n_head}")
         if self.rope and (self.input_kind != 'tokens' or self.n_embd // self.n_head % 2):
-            raise UsageError("rope rotates pairs of channels of text tokens' heads: it needs input_kind='tokens' "
+            raise ValueError("rope rotates pairs of channels of text tokens' heads: it needs input_kind='tokens' "
                              "(patches keep their 2-D sin-cos table) and an even head size (n_embd / n_head)")
         if self.input_kind == 'patches':
             if self.image_size % self.patch_size:
-                raise UsageError(f"image_size={self.image_size} is not divisible by patch_size={self.patch_size}: "
+                raise ValueError(f"image_size={self.image_size} is not divisible by patch_size={self.patch_size}: "
                                  "pick a patch size that divides it")
             if self.n_embd % 4:
-                raise UsageError(f"n_embd={self.n_embd} must be divisible by 4 for 2-D sin-cos patch positions")
-            self.block_size = (self.image_size // self.patch_size) ** 2 + 1  # patches + CLS
+                raise ValueError(f"n_embd={self.n_embd} must be divisible by 4 for 2-D sin-cos patch positions")
+            self.block_size = (self.image_size // self.patch_size) ** 2 + 1  # the image fixes the length
 
     @property
     def patch_dim(self):
@@ -110,30 +106,13 @@ def dense_mask(content_groups, query_groups=None):
     limits = row_limits(content_groups, query_groups)
     return (content_groups[:, None, :] <= limits[:, :, None])[:, None]
 
-# FlexAttention (attn_backend='flex'). Eager, flex_attention materialises every score and create_block_mask every mask
-# entry, so on CUDA both always run compiled: inside a model that a script compiled whole they join its graph, and an
-# eager caller (evaluation, bench.py) gets them compiled once, here. On CPU they run eagerly (no CPU flex backward).
-
-@functools.cache  # once per function, at its first eager use on CUDA (at import, every CPU script would load dynamo)
-def compiled(fn):
-    return torch.compile(fn)  # static for the first shape, dynamic from the second on (the evaluations' lengths)
-
-def on_device(fn, x):
-    return compiled(fn) if x.is_cuda and not torch.compiler.is_compiling() else fn
-
 def flex_block_mask(content_groups, query_groups=None):
-    """One BlockMask per batch, shared by all layers; mask_mod reads the group ids, so no S x S tensor exists."""
+    """The same rule as a FlexAttention BlockMask (attention.py), one per batch: no S x S tensor exists."""
     limits, keys = row_limits(content_groups, query_groups).contiguous(), content_groups.contiguous()
 
     def mask_mod(b, h, q_idx, kv_idx):
         return keys[b, kv_idx] <= limits[b, q_idx]
-    return on_device(flex.create_block_mask, keys)(mask_mod, limits.shape[0], None, limits.shape[1], keys.shape[1],
-                                                   device=keys.device)
-
-def flex_attention(q, k, v, block_mask):
-    if q.device.type == 'cpu':  # contiguous: inductor's CPU template misreads q, k, v of differing strides
-        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-    return on_device(flex.flex_attention, q)(q, k, v, block_mask=block_mask)
+    return create_block_mask(mask_mod, *limits.shape, keys.shape[1], keys.device)
 
 # -----------------------------------------------------------------------------
 # rotary positions (RoPE, Su et al. 2021): q and k of a row are rotated by that row's own position, so a score depends
@@ -163,9 +142,9 @@ class Attention(nn.Module):
         self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
         self.resid_dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x, n_content, mask, causal, rotary=None):
+    def forward(self, x, n_content, mask, is_causal, rotary=None):
         # x: (B, R, C), content rows first, then R - n_content query rows; mask: (B, 1, R, n_content) bool (sdpa),
-        # a BlockMask (flex), or None: SDPA unmasked (causal=True: its causal kernel); rotary: (cos, sin) of every row
+        # a BlockMask (flex), or None (SDPA unmasked, or its causal kernel if is_causal); rotary: (cos, sin) per row
         B, R, C = x.shape
         q, k, v = self.c_attn(x[:, :n_content]).split(C, dim=2)  # each (B, n_content, C)
         if R > n_content:  # query rows: only their queries (Eq. 23: K and V come from the content stream)
@@ -177,7 +156,7 @@ class Attention(nn.Module):
             q, k = rotate(q, cos, sin), rotate(k, cos[:, :n_content], sin[:, :n_content])
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (B, heads, rows, head size)
         if mask is None or isinstance(mask, torch.Tensor):  # SDPA: its own causal kernel, or the dense boolean mask
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal,
                                                dropout_p=self.dropout if self.training else 0.0)
         else:
             y = flex_attention(q, k, v, mask)
@@ -212,8 +191,8 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
 
-    def forward(self, x, n_content, mask, causal, rotary=None):
-        x = x + self.attn(self.ln_1(x), n_content, mask, causal, rotary)
+    def forward(self, x, n_content, mask, is_causal, rotary=None):
+        x = x + self.attn(self.ln_1(x), n_content, mask, is_causal, rotary)
         return x + self.mlp(self.ln_2(x))
 
 # -----------------------------------------------------------------------------
@@ -253,9 +232,8 @@ class Transformer(nn.Module):
             if getattr(module, 'bias', None) is not None:
                 nn.init.zeros_(module.bias)
 
-    def num_params(self, non_embedding=True):  # nanoGPT's count: position embeddings left out
-        embedding = self.wpe.weight.numel() if non_embedding and getattr(self, 'wpe', None) is not None else 0
-        return sum(p.numel() for p in self.parameters()) - embedding
+    def num_params(self, non_embedding=True):  # nanoGPT's count: the learned position table left out
+        return sum(p.numel() for name, p in self.named_parameters() if not (non_embedding and name.startswith('wpe')))
 
     def optim_groups(self, weight_decay):
         """AdamW groups: decay matrices of linear layers only, never norms, biases or embeddings."""
@@ -298,23 +276,38 @@ class Transformer(nn.Module):
         if self.config.rope:
             positions = content_pos if query_pos is None else torch.cat([content_pos, query_pos], dim=1)
             rotary = rotary_angles(positions, self.config.n_embd // self.config.n_head)
-        if all_visible:  # every row sees every key (one-stream BERT, no padding): a mask would only rule out flash
+        # no mask where SDPA's own kernels say the rule: all_visible (one-stream BERT, no padding; a mask would only
+        # rule out flash), or one-stream GPT, whose groups are its positions (the causal kernel)
+        is_causal = causal and query_pos is None and self.config.attn_backend == 'sdpa'
+        if all_visible or is_causal:
             mask = None
-        elif causal and query_pos is None and self.config.attn_backend == 'sdpa':
-            mask = None  # SDPA's own causal kernel
         elif self.config.attn_backend == 'flex':
             mask = flex_block_mask(content_groups, query_groups)
         else:
             mask = dense_mask(content_groups, query_groups)
         layers = []
         for block in self.blocks:
-            x = block(x, n_content, mask, causal and mask is None, rotary)
+            x = block(x, n_content, mask, is_causal, rotary)
             layers.append(x)
         return [self.ln_f(h) for h in layers] if all_layers else self.ln_f(x)
 
     def forward(self, content, content_pos, content_groups, query_pos=None, query_groups=None,
                 content_masked=None, pred_index=None, targets=None, valid=None, causal=False, per_sequence=False,
                 all_visible=False):
+        """B sequences, R content rows, Q query rows, P target rows (P = Q in two-stream batches), D = patch size.
+          content         (B, R) token ids, or (B, R, D) patches: the content stream's inputs
+          content_pos     (B, R) the position of each content row (0: the conditioning token / CLS slot)
+          content_groups  (B, R) group ids: a content row sees content rows of groups <= its own (padding: above all)
+          query_pos       (B, Q) positions of the query rows (two-stream), or None (one-stream)
+          query_groups    (B, Q) a query row sees content rows of groups < its own
+          content_masked  (B, R) bool: the input is the [MASK] vector (one-stream BERT), or None
+          pred_index      (B, P) one-stream: the content row whose output predicts each target (None: two-stream)
+          targets         (B, P) token ids, or (B, P, D) patches; None: no loss
+          valid           (B, P) bool: real target rows (the rest pad a static width)
+          causal          one-stream GPT: content_groups = positions, and SDPA may use its causal kernel
+          all_visible     one-stream BERT, no padding: content_groups all 0, so SDPA may run unmasked (flash)
+          per_sequence    the loss is the mean over sequences of each one's mean over its targets (else over all)
+        -> (predictions (B, P, vocab or D), loss or None). objectives.py builds these batches."""
         h = self.trunk(content, content_pos, content_groups, query_pos, query_groups, content_masked, causal,
                        all_visible=all_visible)
         if query_pos is not None:
@@ -353,16 +346,3 @@ class Transformer(nn.Module):
             content_groups = torch.zeros(B, S, dtype=torch.long, device=content.device)
         return self.trunk(content, content_pos, content_groups, content_masked=content_masked, all_layers=all_layers,
                           all_visible=all_visible)
-
-# -----------------------------------------------------------------------------
-# the learning-rate schedule (beside Transformer.optim_groups: together they are the optimizer's settings)
-
-def lr_at(step, peak, warmup, total, floor=0.0, shape='cosine'):
-    """The one learning-rate schedule, for pretraining (train.py), fine-tuning and probes: linear warmup over
-    `warmup` steps, then a half cosine ('cosine') or a straight line ('triangle', Cramming) from peak down to floor
-    at step `total`, and floor after it."""
-    if step < warmup:
-        return peak * (step + 1) / (warmup + 1)
-    progress = min(1.0, (step - warmup) / max(1, total - warmup))
-    decay = 1 - progress if shape == 'triangle' else 0.5 * (1 + math.cos(math.pi * progress))
-    return floor + (peak - floor) * decay

@@ -4,6 +4,8 @@ $ python train.py config/ar_shakespeare_bytes.py                          # one 
 $ torchrun --standalone --nproc_per_node=8 train.py config/vm_pile.py     # one node, 8 GPUs
 $ torchrun --nproc_per_node=8 --nnodes=2 --node_rank=0 --master_addr=$MASTER_ADDR --master_port=29500 \
       train.py config/vm_pile.py                                          # on each node, with its --node_rank
+The story: config (checked where it enters) -> data (data/sources.py) -> model and optimizer (resumed from
+checkpoint.py) -> the loop (log, evaluate, save; a signal saves and stops).
 """
 import json
 import math
@@ -17,13 +19,16 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from checkpoint import model_config_from, read_checkpoint, save_checkpoint
+from checkpoint import (check_resume, checked_model_config, claim_run, gather_generators, read_checkpoint,
+                        restore_generators, save_checkpoint)
 from configurator import UsageError, check_ranges, configure, one_line_errors
-from devices import (check_device, check_memory, peak_flops, pick_attn_backend, pick_compile, setup_processes,
-                     step_flops, step_memory, stop_on_signals)
-from model import ModelConfig, Transformer, lr_at, patchify
+from data.sources import image_source, text_source
+from devices import (check_device, check_memory, micro_steps, peak_flops, pick_attn_backend, pick_compile,
+                     setup_processes, step_flops, step_memory, stop_on_signals)
+from model import Transformer
 from objectives import Objective, to_device
-from output import claim_out_dir, plot_log, progress as progress_bar
+from output import plot_log, progress as progress_bar
+from schedule import check_schedule, lr_at
 
 # -----------------------------------------------------------------------------
 # default config: a small ar model on the embedded Shakespeare corpus, on CPU in minutes
@@ -90,6 +95,7 @@ config_keys = [k for k, v in globals().items()
                if not k.startswith('_') and isinstance(v, (int, float, bool, str, tuple, type(None)))]
 configure(globals(), sys.argv[1:])
 config = {k: globals()[k] for k in config_keys}
+# every check that needs no process group runs before torchrun's group starts: an error there is one line per process
 check_ranges(config, {
     'eval_interval': '[1, inf)', 'log_interval': '[1, inf)', 'eval_iters': '[1, inf)', 'image_size': '[1, inf)',
     'patch_size': '[1, inf)', 'channels': '[1, inf)', 'batch_size': '[1, inf)', 'block_size': '[2, inf)',
@@ -100,136 +106,43 @@ check_ranges(config, {
     'train_tokens': '[0, inf)'})
 if init_from not in ('scratch', 'resume'):
     raise UsageError(f"init_from must be 'scratch' or 'resume', got {init_from!r}")
-if schedule not in ('cosine', 'triangle'):
-    raise UsageError(f"schedule must be 'cosine' or 'triangle', got {schedule!r}")
 if bert_replace and input_kind != 'tokens':
     raise UsageError("bert_replace (BERT's 80/10/10 random tokens) needs text: set bert_replace=False for images")
-sequence_length = block_size if input_kind == 'tokens' else (image_size // patch_size) ** 2 + 1
+master = int(os.environ.get('RANK', 0)) == 0  # torchrun's rank 0 speaks for all (its process group starts below)
+device_type = check_device(device, dtype).split(':')[0]  # 'auto' resolved
+attn_backend, compile = pick_attn_backend(attn_backend, device_type), pick_compile(compile, device_type)
+world_size, accum = micro_steps(gradient_accumulation_steps, batch_size)  # accum: micro-steps of this process
+check_schedule(learning_rate, warmup_iters, lr_decay_iters, min_lr, max_iters, schedule, warn=master)
+sequence_length = block_size if input_kind == 'tokens' else (image_size // patch_size) ** 2 + 1  # + BOS / CLS
 pretraining = Objective.from_config(config).check(sequence_length)  # every objective setting, resolved
-scoring_settings = dict(objective=eval_objective or objective, two_stream=pretraining.two_stream,
-                        **(dict(mask_ratio=None, bert_replace=False) if eval_objective else {}))
-scoring = Objective.from_config({**config, **scoring_settings}).check(sequence_length)
+scoring = pretraining if not eval_objective else Objective.from_config(
+    {**config, 'objective': eval_objective, 'two_stream': pretraining.two_stream, 'mask_ratio': None,
+     'bert_replace': False}).check(sequence_length)
 if scoring.kind.masked != pretraining.kind.masked:  # a masked model never saw a causal input, nor ar a [MASK]
     raise UsageError(f"eval_objective={eval_objective!r} reads other inputs than {objective}: "
                      "use 'ar' for ar or dar, 'mdlm' for a masked objective")
-# every check that needs no process group runs before torchrun's group starts: an error there is one line per process
-device_type = check_device(device, dtype).split(':')[0]  # 'auto' resolved
-attn_backend, compile = pick_attn_backend(attn_backend, device_type), pick_compile(compile, device_type)
-world_size = int(os.environ.get('WORLD_SIZE', 1))
-if gradient_accumulation_steps % world_size:
-    steps = world_size * math.ceil(gradient_accumulation_steps / world_size)
-    rows = batch_size * gradient_accumulation_steps  # a step's rows: the same with fewer rows per micro-step
-    raise UsageError(f"gradient_accumulation_steps={gradient_accumulation_steps} must be a multiple of the "
-                     f"{world_size} processes: it counts micro-steps summed over all of them (pass "
-                     f"--gradient_accumulation_steps={steps}" + (f" --batch_size={rows // steps} for the same {rows} "
-                     "rows a step" if rows % steps == 0 else '') + ")")
-accum = gradient_accumulation_steps // world_size
-# the schedule (model.lr_at): warm up to learning_rate over warmup_iters steps, then decay to min_lr at lr_decay_iters.
-# A warm-up past the decay's end drops from the peak to min_lr in one step; a run that stops early is only pointed out
-# (its first leg may be resumed with a larger max_iters, and a smoke run is short on purpose)
-if warmup_iters > lr_decay_iters and max_iters > warmup_iters and min_lr < learning_rate:
-    raise UsageError(f"warmup_iters={warmup_iters} exceeds lr_decay_iters={lr_decay_iters}: the learning rate would "
-                     "fall from its peak to min_lr in one step right after the warm-up: set --lr_decay_iters "
-                     "(where the decay ends) above warmup_iters, or lower --warmup_iters")
-if 0 < max_iters <= warmup_iters and int(os.environ.get('RANK', 0)) == 0:
-    print(f"warning: max_iters={max_iters} <= warmup_iters={warmup_iters}: the run stops inside its warm-up, at "
-          f"learning rate {lr_at(max_iters - 1, learning_rate, warmup_iters, lr_decay_iters, min_lr, schedule):.2e} "
-          f"of learning_rate={learning_rate:.2e} (lower --warmup_iters, or resume with a larger --max_iters)",
-          file=sys.stderr)
-elif max_iters < lr_decay_iters and int(os.environ.get('RANK', 0)) == 0:
-    print(f"warning: max_iters={max_iters} < lr_decay_iters={lr_decay_iters}: the learning rate stops at "
-          f"{lr_at(max_iters, learning_rate, warmup_iters, lr_decay_iters, min_lr, schedule):.2e} and never reaches "
-          f"min_lr={min_lr:.2e} (set --lr_decay_iters={max_iters} to decay fully)", file=sys.stderr)
-# a new run never touches an old one: refuse before anything is read or written. A run stopped before its first
-# evaluation saved no checkpoint: it can only start again
-last_path, best_path = os.path.join(out_dir, 'ckpt_last.pt'), os.path.join(out_dir, 'ckpt_best.pt')
-log_path = os.path.join(out_dir, 'log.jsonl')
-run_files = [os.path.join(out_dir, name)
-             for name in ('ckpt_last.pt', 'ckpt_best.pt', 'log.jsonl', 'loss.png', 'loss.csv')]
-if init_from == 'resume' and not os.path.lexists(last_path):
-    raise UsageError(f"{out_dir} holds no ckpt_last.pt to resume (a run killed before its first evaluation saved "
-                     "none): start the run with --init_from=scratch" +
-                     (" --overwrite=True" if any(map(os.path.lexists, run_files)) else ''))
-if int(os.environ.get('RANK', 0)) == 0:  # overwrite: the old run is deleted only once the new one has started
-    claim_out_dir(out_dir, [os.path.basename(path) for path in run_files] if init_from == 'scratch' and not overwrite
-                  else [], fix="continue it with --init_from=resume, train into a new --out_dir, or pass "
-                  "--overwrite=True to delete it first" if os.path.lexists(last_path) else
-                  "it saved no checkpoint to resume: pass --overwrite=True to start it again, or a new --out_dir")
+run_files = claim_run(out_dir, init_from, overwrite, master)
+last_path, best_path, log_path = run_files[:3]
 
 # -----------------------------------------------------------------------------
-# data
+# data and model settings
 if input_kind == 'tokens':
-    from data import dataset_dir
-    from data.text import TOKENIZERS, corpus_tokenizer, get_batch, load_tokens, model_vocab_size
-    data_dir = dataset_dir(dataset)
-    tokenizer = corpus_tokenizer(data_dir)  # meta.json says it; the checkpoint keeps it (ModelConfig.tokenizer)
-    bos = TOKENIZERS[tokenizer][1]  # the ids below BOS are the text tokens (bert_replace draws from them)
-    splits = {split: load_tokens(data_dir, split) for split in ('train', 'val')}
-    if train_tokens:  # data-constrained: the first train_tokens tokens only, seen again every epoch
-        splits['train'] = splits['train'][:train_tokens]
-    for split, tokens in splits.items():
-        if len(tokens) < block_size:
-            raise UsageError(f"{data_dir}/{split}.bin has {len(tokens)} tokens, fewer than block_size={block_size}: "
-                             "use a smaller block_size or a larger corpus")
-    model_args = dict(input_kind='tokens', tokenizer=tokenizer, vocab_size=model_vocab_size(tokenizer),
-                      block_size=block_size)
-
-    def sequences(split, generator):
-        return get_batch(splits[split], batch_size, block_size, generator, bos)
+    sequences, data_settings, bos = text_source(dataset, block_size, batch_size, train_tokens)
 else:
-    from data.images import load_images
-    image_sets = {split: load_images(dataset, split) for split in ('train', 'val')}
-    if image_sets['train'].channels != channels:
-        raise UsageError(f"{dataset} has {image_sets['train'].channels} channels, config says channels={channels}")
-    model_args = dict(input_kind='patches', image_size=image_size, patch_size=patch_size, channels=channels,
-                      norm_pix_loss=norm_pix_loss)
-    def sequences(split, generator):
-        images = image_sets[split]
-        index = torch.randint(len(images), (batch_size,), generator=generator)
-        pixels, _ = images.batch(index, image_size, generator, augment=augment and split == 'train', flip=flip)
-        patches = patchify(pixels, patch_size)
-        return torch.cat([patches.new_zeros(batch_size, 1, patches.shape[-1]), patches], dim=1)  # CLS slot
-
-    bos = None
-
-model_args.update(n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout, bias=bias, mlp=mlp,
-                  attn_backend=attn_backend, rope=rope)
-model_config = ModelConfig(**model_args)
-
-# -----------------------------------------------------------------------------
-# resume continues the run its checkpoint records. Only where and how long it runs, what it shows and the hardware
-# may change; another objective, schedule, data or evaluation would silently make a different run.
-RESUMABLE_CHANGES = ('out_dir', 'init_from', 'overwrite', 'max_iters', 'eval_interval', 'log_interval', 'progress',
-                     'device', 'dtype', 'compile', 'attn_backend')
-iter_num, best_val_loss, checkpoint = 0, float('inf'), None
-if init_from == 'resume':
-    checkpoint = read_checkpoint(last_path)
-    saved = model_config_from(checkpoint, last_path, attn_backend=model_config.attn_backend)
-    if asdict(saved) != asdict(model_config):
-        diff = {k: (v, asdict(model_config)[k]) for k, v in asdict(saved).items() if asdict(model_config)[k] != v}
-        raise UsageError(f"{last_path} holds another architecture (checkpoint vs config: {diff}): "
-                         "resume with the settings it was trained with, or use a new out_dir")
-    saved = checkpoint.get('config', {})
-    as_saved = lambda value: list(value) if isinstance(value, tuple) else value  # noqa: E731 (tuples load as lists)
-    changed = [k for k in config if k in saved and k not in RESUMABLE_CHANGES
-               and as_saved(saved[k]) != as_saved(config[k])]
-    if changed:
-        raise UsageError(f"{last_path} was trained with " + ', '.join(f"{k}={saved[k]!r}" for k in changed) +
-                         " but this command says " + ', '.join(f"{k}={config[k]!r}" for k in changed) +
-                         ": resume with the checkpoint's settings, or start a new run in another --out_dir")
-    if max_iters < checkpoint['iter']:
-        raise UsageError(f"{last_path} is at iter {checkpoint['iter']}: max_iters={max_iters} must exceed it to "
-                         "train on")
-    if max_iters == checkpoint['iter']:  # a finished run, resumed again (a rerun script): leave it as it is
-        if int(os.environ.get('RANK', 0)) == 0:
-            print(f"{last_path} is at iter {max_iters} = max_iters: finished, nothing to train (a larger --max_iters "
-                  "trains on)")
-        sys.exit(0)
+    sequences, data_settings, bos = image_source(dataset, image_size, patch_size, channels, batch_size, augment, flip)
+model_config = checked_model_config(**data_settings, block_size=sequence_length, n_layer=n_layer, n_head=n_head,
+                                    n_embd=n_embd, dropout=dropout, bias=bias, mlp=mlp, norm_pix_loss=norm_pix_loss,
+                                    attn_backend=attn_backend, rope=rope)
+checkpoint = read_checkpoint(last_path) if init_from == 'resume' else None
+if checkpoint is not None and check_resume(checkpoint, last_path, config, model_config):
+    if master:  # a finished run, resumed again (a rerun script): leave it as it is
+        print(f"{last_path} is at iter {max_iters} = max_iters: finished, nothing to train (a larger --max_iters "
+              "trains on)")
+    sys.exit(0)
 
 # -----------------------------------------------------------------------------
 # processes and devices
-ddp, rank, local_rank, world_size, device, dtype, autocast = setup_processes(device, dtype)
-master, device_type = rank == 0, device.split(':')[0]
+ddp, rank, local_rank, _, device, dtype, autocast = setup_processes(device, dtype)  # world_size: above
 torch.manual_seed(seed + rank)  # dropout differs per process; data comes from the streams below
 # every micro-batch of the global batch has its own data stream (generator), so one process with accumulation
 # draws exactly the data that several processes draw: stream = rank * accum + micro_step
@@ -247,7 +160,7 @@ def on_device(batch):  # from pinned pages the copy runs beside the compute; fro
 # model, optimizer, resume
 model = Transformer(model_config)
 # DDP wants a gradient for every trainable parameter: freeze the learned inputs this objective never reads
-probe = pretraining.batch(sequences('train', torch.Generator().manual_seed(0)), torch.Generator().manual_seed(0), bos)
+probe = host_batch('train', torch.Generator().manual_seed(0))
 model.query_emb.requires_grad_(probe['query_pos'] is not None)
 model.mask_emb.requires_grad_(probe['content_masked'] is not None)
 check_memory(step_memory(model, probe, training=True), device,
@@ -257,25 +170,14 @@ optimizer = torch.optim.AdamW(model.optim_groups(weight_decay), lr=learning_rate
                               **({'fused': True} if device_type == 'cuda' else {}))
 # float16's narrow range underflows small gradients: scale the loss up, and the gradients back down before the step
 scaler = torch.amp.GradScaler(device_type, enabled=dtype == 'float16')
+iter_num, best_val_loss = 0, float('inf')
 if checkpoint is not None:
     model.load_state_dict(checkpoint['model'])
     optimizer.load_state_dict(checkpoint['optimizer'])
     if scaler.is_enabled() and checkpoint.get('scaler'):
         scaler.load_state_dict(checkpoint['scaler'])
     iter_num, best_val_loss = checkpoint['iter'], checkpoint['best_val_loss']
-    # the data streams are CPU generators, in stream order whatever the process count: each process takes its own
-    # again, so the data is exactly the uninterrupted run's on any device and any number of processes
-    saved_streams = [state for states in checkpoint['streams'] for state in states]
-    for generator, state in zip(streams, saved_streams[rank * accum:(rank + 1) * accum]):
-        generator.set_state(state)
-    # the global generators only drop out: this process's, where the checkpoint has one (a CPU state; on CUDA the
-    # pair (CPU, CUDA)), the CUDA part only on CUDA. A process the checkpoint lacks keeps its new seed
-    if rank < len(checkpoint['torch_rng']):
-        saved_rng = checkpoint['torch_rng'][rank]
-        cpu_rng, cuda_rng = (saved_rng, None) if isinstance(saved_rng, torch.Tensor) else saved_rng
-        torch.set_rng_state(cpu_rng)
-        if device_type == 'cuda' and cuda_rng is not None:
-            torch.cuda.set_rng_state(cuda_rng, device)
+    restore_generators(checkpoint, streams, rank, device)
     checkpoint = None  # free memory
 raw_model = model  # evaluation and checkpoints use the plain module: its state_dict keys carry no wrapper's prefix
 if compile:  # static shapes: every batch of a run has the same (objectives pad to fixed widths)
@@ -315,17 +217,8 @@ def left_behind():  # what a second signal, which exits at once, leaves in out_d
 
 stop_signal = stop_on_signals(left_behind=left_behind)  # TERM / USR1 / INT: save and stop after this step
 
-def save(paths):
-    states = [stream0_state] + [generator.get_state() for generator in streams[1:]]  # stream 0: see train_batch
-    torch_rng = torch.get_rng_state()
-    if device_type != 'cpu':
-        torch_rng = [torch_rng, torch.cuda.get_rng_state(device)]
-    if ddp:  # the data position of every process lives in rank 0's checkpoint
-        gathered = [None] * world_size
-        dist.all_gather_object(gathered, (states, torch_rng))
-        states, torch_rng = [g[0] for g in gathered], [g[1] for g in gathered]
-    else:
-        states, torch_rng = [states], [torch_rng]
+def save(paths):  # stream 0 as it was before the next step's first draw: see train_batch
+    states, torch_rng = gather_generators([stream0_state] + [g.get_state() for g in streams[1:]], device)
     if master:
         state = {'model': raw_model.state_dict(), 'optimizer': optimizer.state_dict(),
                  'model_config': asdict(model_config), 'objective': asdict(pretraining), 'config': config,
@@ -337,8 +230,8 @@ def save(paths):
 def stop_on_nan(value, where):
     if not math.isfinite(value):
         raise SystemExit(f"train.py: error: {where} loss is {value} at iter {iter_num}: nothing was saved after the "
-                         f"last finite evaluation ({last_path}); lower learning_rate or raise warmup_iters and start again with "
-                         "--overwrite=True (a resumed run keeps the schedule)")
+                         f"last finite evaluation ({last_path}); lower learning_rate or raise warmup_iters and start "
+                         "again with --overwrite=True (a resumed run keeps the schedule)")
 
 # -----------------------------------------------------------------------------
 # training loop. log.jsonl gets a training line every log_interval steps (the mean loss of those steps) and an
@@ -369,7 +262,7 @@ def train_batch(micro_step):
 bar = progress_bar(total=max_iters, initial=iter_num, desc=tag, unit='steps', enabled=master and progress)
 train_loss_sum, train_loss_count, window_time, window_flops = torch.zeros((), device=device), 0, 0.0, 0.0
 stopping = False
-tokens_per_step = batch_size * (block_size if input_kind == 'tokens' else model_config.block_size) * accum * world_size
+tokens_per_step = batch_size * sequence_length * accum * world_size
 model.train()
 # the next step's first micro-batch is drawn during this step's last: a checkpoint keeps stream 0 as it was before
 # that draw, so a resumed run draws the same batch again
@@ -405,14 +298,12 @@ while iter_num < max_iters:
     # steps, so under torchrun a signal stops the run within log_interval steps (one process stops after this step)
     log_step = iter_num % log_interval == 0 or iter_num == max_iters
     eval_step = iter_num % eval_interval == 0 or iter_num == max_iters
-    stopping = bool(stop_signal)
+    stopping = bool(stop_signal) and not ddp
     if ddp and log_step:  # with the FLOPs of every process, for MFU
-        shared = torch.tensor([float(stopping), window_flops], dtype=torch.float64, device=device)
+        shared = torch.tensor([float(bool(stop_signal)), window_flops], dtype=torch.float64, device=device)
         dist.all_reduce(shared)
         stop_votes, window_flops = shared.tolist()
         stopping = stop_votes > 0
-    elif ddp:
-        stopping = False
     if device_type == 'cuda' and (log_step or eval_step or stopping):
         torch.cuda.synchronize()  # the window's clock includes all the device work queued in it
     window_time += time.time() - t0

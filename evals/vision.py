@@ -19,7 +19,8 @@ from PIL import Image
 
 from output import atomic_write
 from configurator import UsageError
-from model import lr_at, patchify, unpatchify
+from model import patchify, unpatchify
+from schedule import lr_at
 from objectives import PAD_GROUP, model_batch
 
 RECON_STYLES = ('causal', 'bert', 'masked_two_stream', 'groups')

@@ -17,7 +17,7 @@ from conftest import FIXTURES_GLUE, ROOT, make_checkpoint, one_error_line, run_i
 from data import glue_tasks as gt
 from data.text import get_tokenizer
 from evals import glue
-from model import lr_at
+from schedule import lr_at
 from objectives import PAD_GROUP
 from objectives import Objective
 

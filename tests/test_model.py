@@ -210,8 +210,15 @@ COMPILED_CASES = [(o, kw, 'tokens') for o, kw in COMPILED] + \
 COMPILED_IDS = [o + ('-rope' if kind == 'rope' else '') for o, _, kind in COMPILED_CASES]
 
 
+def compiled_cases(quick):
+    """Each compile costs seconds of one core: one case per test stays in the quick run (-m 'not long'); the
+    others are marked long."""
+    return [pytest.param(*case, id=name, marks=() if name == quick else pytest.mark.long)
+            for case, name in zip(COMPILED_CASES, COMPILED_IDS)]
+
+
 @needs_compiler
-@pytest.mark.parametrize('objective,options,kind', COMPILED_CASES, ids=COMPILED_IDS)
+@pytest.mark.parametrize('objective,options,kind', compiled_cases(quick='vm'))
 def test_compiled_model_equals_eager_and_never_recompiles(objective, options, kind):
     """torch.compile(model) (train.py's compile=True): loss and every gradient as eager, and batches of other drawn
     mask ratios (vm) or group sizes (dar) reuse the first compiled graph: masked widths are static."""
@@ -235,7 +242,7 @@ def test_compiled_model_equals_eager_and_never_recompiles(objective, options, ki
         compiled_copy.zero_grad(set_to_none=True)
 
 
-@pytest.mark.parametrize('objective,options,kind', COMPILED_CASES, ids=COMPILED_IDS)
+@pytest.mark.parametrize('objective,options,kind', compiled_cases(quick='dar-rope'))
 def test_compiled_flex_forward_equals_sdpa(objective, options, kind):
     """FlexAttention compiled with the model as on CUDA, its BlockMask built inside the graph from the group ids,
     traced by dynamo and AOT autograd (aot_eager: inductor's CPU flex kernel cannot read a BlockMask built in the

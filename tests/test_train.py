@@ -161,13 +161,13 @@ def test_sigkill_during_checkpoint_write_keeps_the_previous_one(tmp_path):
     save_checkpoint(good, path)
     writer = subprocess.Popen([sys.executable, '-c', (
         "import sys, torch; sys.path.insert(0, '.'); from checkpoint import save_checkpoint\n"
-        f"big = {{'model': {{'w': torch.zeros(150_000_000)}}, 'model_config': {{}}}}\n"
+        f"big = {{'model': {{'w': torch.zeros(25_000_000)}}, 'model_config': {{}}}}\n"
         f"while True: save_checkpoint(big, {str(path)!r})")], cwd=ROOT)
     time.sleep(4)
     writer.kill()
     writer.wait()
     ckpt = read_checkpoint(path)  # the old one, or a complete new one: never a torn file
-    assert ckpt['model']['w'].numel() in (3, 150_000_000)
+    assert ckpt['model']['w'].numel() in (3, 25_000_000)
 
 
 @pytest.mark.parametrize('objective,extra', [
@@ -485,13 +485,13 @@ def test_an_out_dir_that_cannot_be_written_is_one_line(tmp_path, tiny_corpus):
 def test_float16_trains_with_a_gradient_scaler_that_resumes(tmp_path, tiny_corpus):
     """float16 underflows small gradients without loss scaling (bfloat16 does not): the scaler's state is saved, so
     a resumed run scales as the straight one does."""
-    out = tmp_path / 'out'
-    train_here(out, tiny_corpus, '--dtype=float16', '--max_iters=2', '--eval_interval=1', '--n_layer=1')
-    scaler = read_checkpoint(out / 'ckpt_last.pt')['scaler']
-    assert scaler['scale'] > 1 and scaler['_growth_tracker'] == 2
-    train_here(out, tiny_corpus, '--dtype=float16', '--max_iters=3', '--eval_interval=1', '--n_layer=1',
-               '--init_from=resume')
-    assert read_checkpoint(out / 'ckpt_last.pt')['scaler']['_growth_tracker'] == 3
+    straight, out = tmp_path / 'straight', tmp_path / 'out'
+    flags = ('--dtype=float16', '--eval_interval=1', '--n_layer=1')
+    train_here(straight, tiny_corpus, *flags, '--max_iters=3')
+    train_here(out, tiny_corpus, *flags, '--max_iters=2')
+    assert read_checkpoint(out / 'ckpt_last.pt')['scaler']['scale'] > 1  # the loss is scaled
+    train_here(out, tiny_corpus, *flags, '--max_iters=3', '--init_from=resume')
+    assert read_checkpoint(out / 'ckpt_last.pt')['scaler'] == read_checkpoint(straight / 'ckpt_last.pt')['scaler']
     assert all(math.isfinite(r['train_loss']) for r in log(out, 'train_loss'))
 
 
