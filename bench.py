@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from output import atomic_write, claim_out_dir, progress as progress_bar, write_csv
+from checkpoint import checked_model_config
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, model_vocab_size
 from devices import peak_flops, pick_compile, sdpa_kernels, sdpa_with, setup_processes, step_flops
@@ -103,6 +104,7 @@ check_ranges(config, {'n_layer': '[1, inf)', 'n_head': '[1, inf)', 'n_embd': '[1
                       'block_size': '[4, inf)', 'batch_size': '[1, inf)', 'seq_lens': '[4, inf)',
                       'memory_seq_lens': '[4, inf)', 'warmup': '[0, inf)', 'steps': '[1, inf)',
                       'grad_clip': '[0, inf)', 'seed': '[0, inf)'})
+checked_model_config(n_head=n_head, n_embd=n_embd, mlp=mlp, rope=any(VARIANTS[v][2] for v in variants))
 _, _, _, _, device, dtype, autocast = setup_processes(device, dtype)  # one process (refused under torchrun above)
 cuda = device.startswith('cuda')
 device_type = 'cuda' if cuda else 'cpu'

@@ -134,7 +134,7 @@ def test_one_job_alone(tmp_path):
 
 def test_bad_input_is_one_line():
     for flags, word in ((['--variants=gpt'], 'variants'), (['--jobs=(speed,timing)'], 'jobs'),
-                        (['--compile=True', '--device=cpu'], 'BlockMask')):
+                        (['--compile=True', '--device=cpu'], 'BlockMask'), (['--n_head=3', '--n_embd=32'], 'n_head')):
         proc = run_script('bench.py', *flags, '--progress=False')
         assert proc.returncode == 1 and proc.stderr.strip().count('\n') == 0
         assert 'bench.py: error:' in proc.stderr and word in proc.stderr
