@@ -178,6 +178,32 @@ def test_verdicts_on_a_record_with_known_answers(tmp_path):
     assert by_t[0] == 'series,t,linear probe top-1 %' and len(by_t) == 1 + 4 * (1 + len(SEEDS))
 
 
+def test_the_baselines_stand_beside_every_arm_without_changing_a_verdict(tmp_path):
+    """The raw-pixel probe and ar at initialisation (probe and fine-tune) from runs/pixels and runs/random: their rows,
+    each arm's paired difference from them, and the same verdicts and comparisons as without them."""
+    scores = known_scores()
+    write_record(tmp_path / 'record', scores)
+    before = vision.report(str(tmp_path / 'record'), str(tmp_path / 'res'))
+    settings = json.load(open(tmp_path / 'record' / 'settings.json'))
+    json.dump(dict(settings, baselines=['pixels', 'random']), open(tmp_path / 'record' / 'settings.json', 'w'))
+    pixels, random = 83.0 + np.arange(5) / 10, 74.0 + np.zeros(5)
+    for i, seed in enumerate(SEEDS):
+        for name, probe in (('pixels', pixels[i]), ('random', random[i])):
+            run = tmp_path / 'record' / 'runs' / name / str(seed)
+            os.makedirs(run)
+            write_csv(run / 'linprobe.csv', dict(model=name, val_acc=probe, seconds=30.0))
+        write_csv(run / 'finetune.csv', dict(model='random', val_acc=75.0, seconds=60.0))
+    lines = vision.report(str(tmp_path / 'record'), str(tmp_path / 'res'))
+    text = '\n'.join(lines)
+    assert '| raw pixels (input baseline) | | | 83.20 ± 0.16 | – | | |' in text
+    assert '| ar two-stream at initialisation | | | 74.00 ± 0.00 | 75.00 ± 0.00 | | |' in text
+    row = next(line for line in lines if line.startswith('| ar (two-stream, t=1) |') and 'above' in line)
+    below = scores['ar']['probe'] - pixels
+    assert row.startswith(f"| ar (two-stream, t=1) | {below.mean():.2f} ± {below.std(ddof=1):.2f} (0 of 5 above) |")
+    assert [line for line in lines if line.startswith(('- V', '**V'))] == \
+        [line for line in before if line.startswith(('- V', '**V'))]
+
+
 def test_a_comparison_missing_a_seed_is_pending_and_the_rest_is_judged(tmp_path):
     write_record(tmp_path / 'record', known_scores())
     os.remove(tmp_path / 'record' / 'runs' / 'dar4' / '1341' / 'linprobe.csv')
