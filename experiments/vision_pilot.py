@@ -71,7 +71,7 @@ def report(res):
         lines.append(f"| {arm} | {steps} | {protocol}: {PROTOCOLS.get(protocol, protocol)} | {len(runs)} | "
                      f"{mean_std(accs, '.2f')} | {mean_std(paired, '.2f') if paired else '–'} | "
                      f"{sum(d > 0 for d in paired)} of {len(paired)} | "
-                     f"{np.mean([s for *_, s in runs]) / 60:.1f} | {np.mean(train) if train else float('nan'):.1f} |")
+                     f"{np.mean([s for *_, s in runs]) / 60:.1f} | {f'{np.mean(train):.1f}' if train else '–'} |")
     table = io.StringIO()
     writer = csv.writer(table, lineterminator='\n')
     writer.writerow(['arm', 'steps', 'protocol', 'seed', 'val_acc', 'pixels_val_acc', 'minus_pixels', 'seconds'])

@@ -314,3 +314,25 @@ def test_the_readmes_quote_the_record():
     by_t = [line.split(' | ')[1].split(' ±')[0] for line in tables.split('## Table 9')[1].split('## Table 8')[0]
             .splitlines() if re.match(r'\| [1-4] \|', line)]
     assert f"probe by t: {', '.join(by_t)}; gvp - ar {comparison('V4a')[0]}" in readme
+
+# -----------------------------------------------------------------------------
+# the pilot (exploratory): every arm x protocol against the pixels of the same seeds
+
+
+def test_the_pilot_table_pairs_each_probe_with_the_pixels_of_its_seed(tmp_path):
+    from experiments import vision_pilot
+    runs = tmp_path / 'runs'
+    for i, seed in enumerate((2001, 2002, 2003)):
+        os.makedirs(runs / 'pixels' / str(seed))
+        write_csv(runs / 'pixels' / str(seed) / 'linprobe.csv', dict(model='pixels', val_acc=83.0 + i, seconds=30.0))
+        os.makedirs(runs / 'ar-1000' / str(seed))
+        for protocol, acc in (('mean', 81.0 + i), ('concat', 85.0 + 2 * i)):
+            write_csv(runs / 'ar-1000' / str(seed) / f'linprobe-{protocol}.csv', dict(model='ar', val_acc=acc,
+                                                                                      seconds=60.0))
+    lines = vision_pilot.report(str(tmp_path))
+    mean, concat = (line for line in lines if line.startswith('| ar | 1000 |'))
+    assert mean.startswith("| ar | 1000 | mean: ") and '| 3 | 82.00 ± 1.00 | -2.00 ± 0.00 | 0 of 3 |' in mean
+    assert '| 3 | 87.00 ± 2.00 | 3.00 ± 1.00 | 3 of 3 |' in concat and concat.endswith('| 1.0 | – |')
+    pilot = (tmp_path / 'pilot.csv').read_text().splitlines()
+    assert pilot[0] == 'arm,steps,protocol,seed,val_acc,pixels_val_acc,minus_pixels,seconds' and len(pilot) == 7
+    assert (tmp_path / 'tables.md').read_text() == '\n'.join(lines) + '\n'
