@@ -9,8 +9,11 @@
 #   mid           block 2 of 4, mean-pooled
 #   mid-concat    block 2 of 4, every patch row side by side
 #   nomask        ar only: encoded with no mask (bidirectional) instead of its causal pretraining mask
-# beside the pixel probe of the same seeds. More pretraining steps, and the one-stream encoder (ar1s), as ARMS /
-# STEPS allow: STEPS=3000 trains the same recipe three times as long (its own cosine), ARMS="ar1s" adds one-stream ar.
+# beside the pixel probe of the same seeds, and ar at initialisation (ARMS's "random": a 1-step run of ar gives the
+# checkpoint, --ckpt=random:... its weights before training; probed by mean and concat only), the control that says
+# whether a variant's gain is pretraining's or the wider probe's. More pretraining steps, and the one-stream encoder
+# (ar1s), as ARMS / STEPS allow: STEPS=3000 trains the same recipe three times as long (its own cosine), ARMS="ar1s"
+# adds one-stream ar.
 # $ bash experiments/vision_pilot.sh   (resumable; two jobs at a time; then experiments/vision_pilot.py's table)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +23,7 @@ export OMP_NUM_THREADS=1
 OUT=${OUT:-out/vision-pilot}
 RES=${RES:-experiments/vision-pilot}
 SEEDS=${SEEDS:-"2001 2002 2003"}
-ARMS=${ARMS:-"ar mae75"}
+ARMS=${ARMS:-"ar mae75 random"}
 STEPS=${STEPS:-1000}
 JOBS=${JOBS:-2}
 PROTOCOLS=${PROTOCOLS:-"mean concat mid mid-concat nomask"}
@@ -35,8 +38,9 @@ flags() {  # the probe variant's flags
         mid-concat) echo "--layer=2 --pooling=concat" ;; nomask) echo "--keep_mask=False" ;; esac
 }
 job() {  # job ARM SEED: pretrain (unless recorded), then each probe the record lacks; ARM=pixels: the pixel probe
-    local arm=$1 seed=$2 name=$1-$STEPS protocol
+    local arm=$1 seed=$2 name=$1-$STEPS protocol ckpt
     [ "$arm" = pixels ] && name=pixels
+    [ "$arm" = random ] && name=random-0  # no pretraining step
     local dir=$OUT/$name/$seed keep=$RES/runs/$name/$seed
     mkdir -p "$dir" "$keep"
     if [ "$arm" = pixels ]; then
@@ -49,16 +53,24 @@ job() {  # job ARM SEED: pretrain (unless recorded), then each probe the record 
     fi
     for protocol in $PROTOCOLS; do
         [ "$protocol" != nomask ] || [ "$arm" != mae75 ] || continue  # mae encodes unmasked already
+        [ "$arm" != random ] || [ "$protocol" = mean ] || [ "$protocol" = concat ] || continue
         [ -f "$keep/linprobe-$protocol.csv" ] && continue
-        [ -f "$dir/ckpt_best.pt" ] || {
+        ckpt=$dir/ckpt_best.pt
+        if [ "$arm" = random ]; then
+            ckpt=random:$dir/ckpt_last.pt
+            [ -f "$dir/ckpt_last.pt" ] || $PYTHON train.py "$(config ar)" --max_iters=1 --progress=False \
+                --seed="$seed" --overwrite=True --out_dir="$dir" > "$dir.txt" 2>&1 ||
+                { run_failed "random $seed (1 step)" "$dir.txt"; return 1; }
+        elif [ ! -f "$dir/ckpt_best.pt" ]; then
             # shellcheck disable=SC2046
             $PYTHON train.py $(config "$arm") --max_iters="$STEPS" --lr_decay_iters="$STEPS" --progress=False \
                 --seed="$seed" --overwrite=True --out_dir="$dir" > "$dir.txt" 2>&1 ||
                 { run_failed "$arm $seed training" "$dir.txt"; return 1; }
-            cp "$dir/log.jsonl" "$keep/log.jsonl"; }
+            cp "$dir/log.jsonl" "$keep/log.jsonl"
+        fi
         # shellcheck disable=SC2046
         $PYTHON eval_vision.py config/linprobe_fmnist.py $(flags "$protocol") --seed="$seed" --names="$arm" \
-            --ckpt="$dir/ckpt_best.pt" --out_dir="$dir/$protocol" --overwrite=True --progress=False \
+            --ckpt="$ckpt" --out_dir="$dir/$protocol" --overwrite=True --progress=False \
             > "$dir/$protocol.txt" 2>&1 || { run_failed "$arm $seed $protocol" "$dir/$protocol.txt"; return 1; }
         cp "$dir/$protocol/linprobe.csv" "$keep/linprobe-$protocol.csv"
     done
