@@ -336,3 +336,14 @@ def test_the_pilot_table_pairs_each_probe_with_the_pixels_of_its_seed(tmp_path):
     pilot = (tmp_path / 'pilot.csv').read_text().splitlines()
     assert pilot[0] == 'arm,steps,protocol,seed,val_acc,pixels_val_acc,minus_pixels,seconds' and len(pilot) == 7
     assert (tmp_path / 'tables.md').read_text() == '\n'.join(lines) + '\n'
+
+
+def test_the_pilot_record_regenerates_its_table(tmp_path):
+    """experiments/vision-pilot: tables.md and pilot.csv from its runs alone."""
+    import shutil
+    from experiments import vision_pilot
+    pilot = os.path.join(ROOT, 'experiments', 'vision-pilot')
+    shutil.copytree(os.path.join(pilot, 'runs'), tmp_path / 'runs')
+    vision_pilot.report(str(tmp_path))
+    for name in ('tables.md', 'pilot.csv'):
+        assert (tmp_path / name).read_bytes() == open(os.path.join(pilot, name), 'rb').read(), name
