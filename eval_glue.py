@@ -7,6 +7,8 @@ $ python eval_glue.py config/glue_sane.py --ckpt=out-ar/ckpt_best.pt --ckpt=out-
 $ python eval_glue.py config/glue_offline.py --ckpt=out-shakespeare/ckpt_best.pt --tasks=polarity,hedge
 $ python eval_glue.py config/linprobe_glue_offline.py --ckpt=out-shakespeare/ckpt_best.pt
 $ torchrun --standalone --nproc_per_node=8 eval_glue.py config/glue_sane.py --ckpt=...   # (task, seed) jobs over GPUs
+Beside them, where the input stands (evals/baselines.py): --ckpt=bag_of_words (linprobe only: the same probe on word
+counts) and --ckpt=random:out-shakespeare/ckpt_best.pt (that run's model at initialisation).
 Data: python data/glue/prepare.py (GLUE, needs a network) or python data/glue/prepare_offline.py (offline suite).
 """
 import json
@@ -19,12 +21,12 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from checkpoint import Pretrained
 from output import atomic_write, claim_out_dir, progress as progress_bar, refuse_training_run, write_csv
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import glue_tasks
 from data.text import TOKENIZERS, get_tokenizer
 from devices import pick_attn_backend, setup_processes
+from evals.baselines import RANDOM, bag_of_words, open_model, word_vocabulary
 from evals.glue import (STYLES, TextClassifier, encode_rows, fit_least_squares, fit_logistic, join_pair,
                         length_batches, pad_batch, resolve_pooling)
 from schedule import lr_at
@@ -124,11 +126,20 @@ def token_ids(task, split, info):
 
 # -----------------------------------------------------------------------------
 # checkpoints: how each one attends and pools
-pretrained = [Pretrained(path, 'tokens') for path in ckpt]
-models = []
-for checkpoint in pretrained:
+pretrained, models = [], []
+for path in ckpt:
+    if path == 'bag_of_words':  # the input baseline: no model, the probe reads word counts
+        if mode != 'linprobe':
+            raise UsageError("--ckpt=bag_of_words has no model to fine-tune: it is the linear probe on word counts "
+                             "(mode=linprobe); for a model without pretraining use --ckpt=random:<checkpoint>")
+        pretrained.append(None)
+        models.append(dict(path=path, objective='bag of words', style='none', pooling='none'))
+        continue
+    checkpoint = open_model(path, 'tokens')
     style = checkpoint.objective.attention if attention == 'auto' else attention  # how the content stream saw text
-    models.append(dict(path=checkpoint.path, objective=checkpoint.objective.name, style=style,
+    pretrained.append(checkpoint)
+    models.append(dict(path=path, objective=checkpoint.objective.name +
+                       (' at initialisation' if path.startswith(RANDOM) else ''), style=style,
                        pooling=resolve_pooling(pooling, style),
                        length_cap=min(max_len, checkpoint.model_config.block_size),
                        tokenizer=checkpoint.model_config.tokenizer))
@@ -195,11 +206,17 @@ def finetune(info, checkpoint, task, seed, bar):
     return {split: pooled_outputs(network, token_ids(task, split, info), info) for split in spec.dev_splits}
 
 def linear_probe(info, checkpoint, task):
-    """Features of the frozen trunk (its pretraining attention), standardised; logistic or ridge regression."""
+    """Features of the frozen trunk (its pretraining attention) or word counts, standardised; logistic or ridge
+    regression."""
     spec = specs[task]
-    network = TextClassifier(checkpoint.model(device, attn_backend=attn_backend), 1, info['pooling']).to(device)
-    features = {split: pooled_outputs(network, token_ids(task, split, info), info, head=False).to(device, torch.float64)
-                for split in ('train',) + spec.dev_splits}
+    if checkpoint is None:  # --ckpt=bag_of_words: counts of the train split's most frequent words
+        vocabulary = word_vocabulary(rows[task, 'train'])
+        features = {split: bag_of_words(rows[task, split], vocabulary).to(device, torch.float64)
+                    for split in ('train',) + spec.dev_splits}
+    else:
+        network = TextClassifier(checkpoint.model(device, attn_backend=attn_backend), 1, info['pooling']).to(device)
+        features = {split: pooled_outputs(network, token_ids(task, split, info), info, head=False)
+                    .to(device, torch.float64) for split in ('train',) + spec.dev_splits}
     # every feature scaled by the train set's mean and std (BatchNorm without affine, as the MAE probe)
     mean, std = features['train'].mean(dim=0), features['train'].std(dim=0).clamp(min=1e-6)
     features = {split: (x - mean) / std for split, x in features.items()}

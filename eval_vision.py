@@ -16,6 +16,8 @@ Evaluate image checkpoints of any objective (paper Sec. 6.2): linear probe, fine
 
 One CPU:
 $ python eval_vision.py config/linprobe_fmnist.py --ckpt=out-ar-fmnist/ckpt_best.pt --ckpt=out-dar-fmnist/ckpt_best.pt
+Beside them, where the input stands (evals/baselines.py): --ckpt=pixels (linprobe only: the same probe on the raw
+pixels; needs --dataset) and --ckpt=random:out-ar-fmnist/ckpt_best.pt (that run's model at initialisation).
 Several GPUs (features, fine-tuning batches and reconstructions are split over processes; rank 0 writes):
 $ torchrun --standalone --nproc_per_node=8 eval_vision.py config/finetune_fmnist.py --ckpt=...
 Writes out_dir/<task>.md and <task>.csv (one row per checkpoint), and for recon a PNG grid per checkpoint.
@@ -33,11 +35,11 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from checkpoint import Pretrained
 from output import atomic_write, claim_out_dir, progress as progress_bar, refuse_training_run
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.images import load_images
 from devices import pick_attn_backend, setup_processes
+from evals.baselines import RANDOM, open_model
 from evals.lpips import MIN_SIDE
 from evals.vision import (ImageClassifier, accuracy, check_pool, encode, fill_order, layer_decay_groups, masked_l2,
                           mean_fill, mixup, reconstruct, save_grid, soft_cross_entropy, soft_targets, to_sequence,
@@ -58,7 +60,9 @@ out_dir = 'out/eval_vision'
 overwrite = False           # True: replace this task's table (and recon grids) of an earlier run in out_dir; False
                             # refuses. Tasks write files of their own, so linprobe, finetune and recon share an out_dir
 # features and heads
-pooling = 'mean'            # 'mean' over the patch rows (MAE's global pool) or 'cls'
+pooling = 'mean'            # 'mean' over the patch rows (MAE's global pool), 'cls', or linprobe's 'concat' (every
+                            # patch row side by side)
+layer = 0                   # linprobe: features of the last block (0) or of block k = 1..n_layer (ln_f applied)
 keep_mask = True            # linprobe: encode with the pretraining mask in raster order (GVP) or with none
 epochs = 90                 # linprobe / finetune epochs
 batch_size = 256            # per process (linprobe: the probe's batch; rank 0 fits it on the gathered features)
@@ -89,7 +93,7 @@ check_ranges(globals(), {
     'image_size': '[0, inf)', 'train_subset': '[0, inf)', 'val_subset': '[0, inf)', 'epochs': '[1, inf)',
     'batch_size': '[1, inf)', 'learning_rate': '(0, inf)', 'warmup_epochs': '[0, inf)', 'weight_decay': '[0, inf)',
     'layer_decay': '(0, 1]', 'label_smoothing': '[0, 1)', 'mixup_alpha': '[0, inf)', 'recon_ratio': '(0, 1)',
-    'grid_images': '[1, inf)', 'eval_batch_size': '[1, inf)', 'seed': '[0, inf)'})
+    'grid_images': '[1, inf)', 'eval_batch_size': '[1, inf)', 'seed': '[0, inf)', 'layer': '[0, inf)'})
 
 # -----------------------------------------------------------------------------
 # processes and devices (as in train.py)
@@ -108,28 +112,52 @@ if names and len(names) != len(ckpt):
 image_sets = {}
 runs = []
 for i, path in enumerate(ckpt):
-    checkpoint = Pretrained(path, 'patches')
-    model_config = checkpoint.model_config
-    if image_size and image_size != model_config.image_size:
-        raise UsageError(f"image_size={image_size} but {path} was trained at {model_config.image_size} px: its "
-                         f"position table fixes the size; drop --image_size (images are resized to the checkpoint's)")
-    data_name = dataset or checkpoint.train_config.get('dataset', '')
-    if not data_name:
-        raise UsageError(f"{path} does not say which data set it was trained on: pass --dataset=...")
+    if path == 'pixels':  # the input baseline: no model, the probe reads the pixels themselves
+        if task != 'linprobe':
+            raise UsageError(f"--ckpt=pixels has no model to {task} with: it is the linear probe on raw pixels "
+                             "(task=linprobe); for a model without pretraining use --ckpt=random:<checkpoint>")
+        if not dataset:
+            raise UsageError("--ckpt=pixels needs --dataset=... (no checkpoint says which data set to read)")
+        checkpoint, data_name = None, dataset
+    else:
+        checkpoint = open_model(path, 'patches')
+        model_config = checkpoint.model_config
+        if image_size and image_size != model_config.image_size:
+            raise UsageError(f"image_size={image_size} but {path} was trained at {model_config.image_size} px: "
+                             "its position table fixes the size; drop --image_size (images are resized to the "
+                             "checkpoint's)")
+        if layer > model_config.n_layer:
+            raise UsageError(f"layer={layer} but {path} has {model_config.n_layer} blocks: pick one of 1.."
+                             f"{model_config.n_layer} (0 = the last)")
+        data_name = dataset or checkpoint.train_config.get('dataset', '')
+        if not data_name:
+            raise UsageError(f"{path} does not say which data set it was trained on: pass --dataset=...")
     for split in ('train', 'val') if task != 'recon' else ('val',):
         if (data_name, split) not in image_sets:
             image_sets[data_name, split] = load_images(data_name, split)
-    channels = image_sets[data_name, 'val'].channels
-    if channels != model_config.channels:
-        raise UsageError(f"{data_name} has {channels}-channel images but {path} was trained on "
-                         f"{model_config.channels}-channel ones: evaluate it on a data set like its own "
-                         "(--dataset=...)")
-    label = names[i] if names else os.path.basename(os.path.dirname(os.path.abspath(path)))
-    runs.append(dict(path=path, name=label, checkpoint=checkpoint, data=data_name))
+    image_set = image_sets[data_name, 'val']
+    if checkpoint is None:  # every pixel a feature: the whole image as one patch, at the set's size or image_size
+        side = image_size or image_set.image_size
+        shape, objective = dict(image_size=side, patch_size=side, flip=image_set.flip), 'raw pixels'
+    else:
+        if image_set.channels != model_config.channels:
+            raise UsageError(f"{data_name} has {image_set.channels}-channel images but {path} was trained on "
+                             f"{model_config.channels}-channel ones: evaluate it on a data set like its own "
+                             "(--dataset=...)")
+        shape = dict(image_size=model_config.image_size, patch_size=model_config.patch_size,
+                     flip=bool(checkpoint.train_config.get('flip', image_set.flip)))
+        objective = checkpoint.objective.label + (' at initialisation' if path.startswith(RANDOM) else '')
+    random = RANDOM if path.startswith(RANDOM) else ''
+    label = names[i] if names else 'pixels' if checkpoint is None else \
+        random + os.path.basename(os.path.dirname(os.path.abspath(path.removeprefix(RANDOM))))
+    runs.append(dict(path=path, name=label, checkpoint=checkpoint, data=data_name, objective=objective, **shape))
 if len({run['name'] for run in runs}) < len(runs):  # e.g. ckpt_best.pt and ckpt_last.pt of one out_dir
     for run in runs:
         run['name'] = run['path']
 check_pool(pooling, torch.zeros(2, dtype=torch.long))  # the value alone (no mask); each mask in linprobe
+if task != 'linprobe' and (pooling == 'concat' or layer):
+    raise UsageError(f"pooling='concat' and layer are linprobe's: {task} reads the last block, pooled by 'mean' or "
+                     "'cls'")
 if task == 'recon' and lpips_net not in MIN_SIDE:
     raise UsageError(f"lpips_net must be one of {', '.join(MIN_SIDE)}, got {lpips_net!r}")
 if task == 'recon' and recon_order not in ('random', 'raster'):
@@ -150,10 +178,9 @@ def subset(run, split):
 
 def sequences(run, image_set, indices, generator=None, train=False):
     """(model-ready sequences on device, labels on device) for these image indices."""
-    cfg = run['checkpoint'].model_config
-    flip = bool(run['checkpoint'].train_config.get('flip', image_set.flip))
-    pixels, labels = image_set.batch(indices, cfg.image_size, generator, augment=train and augment, flip=flip)
-    return to_sequence(pixels, cfg.patch_size).to(device), labels.to(device)
+    pixels, labels = image_set.batch(indices, run['image_size'], generator, augment=train and augment,
+                                     flip=run['flip'])
+    return to_sequence(pixels, run['patch_size']).to(device), labels.to(device)
 
 
 def shards(run, split, ids, desc):
@@ -190,16 +217,23 @@ def predict(run, split, fn, desc):
 # linear probe on frozen features
 
 def linprobe(run, model):
-    n_patches = run['checkpoint'].model_config.block_size - 1  # the CLS slot, then the patches
-    # keep_mask: the pretraining mask in raster order (GVP keeps it at linear probing); else none
-    groups = run['checkpoint'].objective.probe_groups(n_patches) if keep_mask else \
-        torch.zeros(n_patches + 1, dtype=torch.long)
-    check_pool(pooling, groups)
-    train_x, train_y = predict(run, 'train', lambda seqs: encode(model, seqs, groups, pooling), 'encode train')
-    val_x, val_y = predict(run, 'val', lambda seqs: encode(model, seqs, groups, pooling), 'encode val')
+    if model is None:  # --ckpt=pixels: every pixel a feature (the probe's BatchNorm standardises each)
+        features = lambda seqs: seqs[:, 1:].flatten(1).float()  # noqa: E731
+        result = dict(keep_mask=False, pooling='none', layer='-')
+    else:
+        n_patches = run['checkpoint'].model_config.block_size - 1  # the CLS slot, then the patches
+        # keep_mask: the pretraining mask in raster order (GVP keeps it at linear probing); else none
+        groups = run['checkpoint'].objective.probe_groups(n_patches) if keep_mask else \
+            torch.zeros(n_patches + 1, dtype=torch.long)
+        check_pool(pooling, groups)
+        features = lambda seqs: encode(model, seqs, groups, pooling, layer)  # noqa: E731
+        result = dict(keep_mask=keep_mask and bool(groups.any()), pooling=pooling,
+                      layer=layer or run['checkpoint'].model_config.n_layer)  # the block the features come from
+    train_x, train_y = predict(run, 'train', features, 'encode train')
+    val_x, val_y = predict(run, 'val', features, 'encode val')
     if not torch.isfinite(train_x).all():
         raise UsageError(f"{run['path']} gives non-finite features: the checkpoint's weights are broken (NaN/inf)")
-    result = dict(keep_mask=keep_mask and bool(groups.any()), pooling=pooling, train_images=len(train_y))
+    result['train_images'] = len(train_y)
     if master:  # the probe is small: one process fits it
         probe = train_linear_probe(train_x, train_y, image_sets[run['data'], 'train'].num_classes, epochs,
                                    batch_size, learning_rate, warmup_epochs, weight_decay, seed)
@@ -300,9 +334,9 @@ if master:
 rows = []
 for run in runs:
     t0 = time.time()
-    model = run['checkpoint'].model(device, attn_backend=attn_backend)
+    model = run['checkpoint'].model(device, attn_backend=attn_backend) if run['checkpoint'] else None
     result = {'linprobe': linprobe, 'finetune': finetune, 'recon': recon}[task](run, model)
-    rows.append(dict(model=run['name'], objective=run['checkpoint'].objective.label, dataset=run['data'],
+    rows.append(dict(model=run['name'], objective=run['objective'], dataset=run['data'],
                      **result, seconds=time.time() - t0))
     del model
     if master:

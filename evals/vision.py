@@ -36,23 +36,27 @@ def to_sequence(pixels, patch_size):
 
 
 def pool_rows(hidden, pooling):
-    """(B, S, d) -> (B, d): mean over the patch rows (MAE's global pool), or the CLS row."""
+    """(B, S, d) -> (B, d): mean over the patch rows (MAE's global pool) or the CLS row; 'concat': (B, N d), every
+    patch row side by side (a probe that keeps where each feature came from)."""
+    if pooling == 'concat':
+        return hidden[:, 1:].flatten(1)
     return hidden[:, 1:].mean(dim=1) if pooling == 'mean' else hidden[:, 0]  # check_pool vetted the name
 
 
 def check_pool(pooling, groups):
-    if pooling not in ('mean', 'cls'):
-        raise UsageError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
+    if pooling not in ('mean', 'cls', 'concat'):
+        raise UsageError(f"pooling must be 'mean', 'cls' or 'concat', got {pooling!r}")
     if pooling == 'cls' and bool((groups[1:] > 0).all()):
         raise UsageError("pooling='cls' with the pretraining mask kept: the CLS row sees only itself under this mask, "
                          "so its feature is the same for every image; use pooling='mean' or keep_mask=False")
 
 
 @torch.no_grad()
-def encode(model, seqs, groups, pooling):
-    """Frozen pooled features of (B, S, D) sequences, every row encoded with the (S,) content groups."""
-    hidden = model.features(seqs, content_groups=groups.to(seqs.device).expand(seqs.shape[:2]))
-    return pool_rows(hidden, pooling).float()
+def encode(model, seqs, groups, pooling, layer=0):
+    """Frozen pooled features of (B, S, D) sequences, every row encoded with the (S,) content groups; from the last
+    block (layer 0) or block `layer` (1 = the first), through the final LayerNorm either way."""
+    hidden = model.features(seqs, content_groups=groups.to(seqs.device).expand(seqs.shape[:2]), all_layers=layer > 0)
+    return pool_rows(hidden[layer - 1] if layer else hidden, pooling).float()
 
 # -----------------------------------------------------------------------------
 # linear probe (MAE protocol; SGD with momentum stands in for LARS)

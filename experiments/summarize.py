@@ -372,6 +372,28 @@ def table2_scores(record, seeds, mode):  # {(arm, task): [score, one per seed]},
         return None
     return {key: [by_seed[seed] for seed in seeds] for key, by_seed in scores.items()}
 
+def table2_baselines(record, seeds, mode):
+    """Rows beside Table 2 where the record has them (reproduce_rope_baselines.sh): ar at initialisation by the same
+    protocol, each seed, and the probe on word counts (one run: no model, no seed) beside probe and fine-tune."""
+    rows = []
+    random = {}
+    for path in glob.glob(f'{record}/text/baseline-random-*/glue_{mode}.json'):
+        for entry in json.load(open(path))['summary']:
+            seed = arm_and_seed(os.path.dirname(entry['ckpt']))[1]
+            for task, _ in TASKS:
+                random.setdefault(task, {})[seed] = next(iter(entry['medians'][task].values()))
+            random.setdefault('avg', {})[seed] = entry['averages']['offline avg']
+    if random and all(seed in random['avg'] for seed in seeds):
+        rows.append("| ar at initialisation (baseline) | " + ' | '.join(
+            mean_std([random[task][seed] for seed in seeds], '.1f') for task, _ in TASKS + [('avg', '')]) + ' |')
+    bag = f'{record}/text/baseline-bag_of_words/glue_linprobe.json'
+    if os.path.exists(bag):
+        (entry,) = json.load(open(bag))['summary']
+        scores = [next(iter(entry['medians'][task].values())) for task, _ in TASKS] + [entry['averages']['offline avg']]
+        rows.append("| bag of words, linear probe (input baseline) | " + ' | '.join(f"{score:.1f}" for score in scores)
+                    + ' |')
+    return rows
+
 def table2_section(report, settings):
     budget_check(report, settings, "Table 2: validation loss by step (nats per target)",
                  {arm: [f'{settings.record}/text/{arm}-{seed}' for seed in settings.seeds] for arm in ('ar', 'dar')},
@@ -393,6 +415,7 @@ def table2_section(report, settings):
             rows.append(f"| dar - ar, {settings.gpt2_header()[0]} | " +
                         ' | '.join(difference_cell(gpt2['ar', task], gpt2['dar', task], 1, '.1f') for task in columns)
                         + ' |')
+        rows += table2_baselines(settings.record, settings.seeds, mode)
         report.table(f"Table 2: ar vs dar t = 2 on the offline suite, {mode}",
                      ["model"] + [f"{task} ({metric})" for task, metric in TASKS] + ["average"], rows)
 

@@ -22,6 +22,8 @@ from output import atomic_write, line_plot
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'vision.sh')
 ARMS = {'ar': 'ar (two-stream, t=1)', 'ar1s': 'ar one-stream', 'dar2': 'dar t=2', 'dar3': 'dar t=3',
         'dar4': 'dar t=4', 'gvp': 'gvp', 'mae75': 'mae 0.75', 'mae50': 'mae 0.5', 'vm': 'vm [0.5, 0.75]'}
+# beside the arms (added after the registered runs; descriptive): the input, and ar two-stream before any training
+BASELINES = {'pixels': 'raw pixels (input baseline)', 'random': 'ar two-stream at initialisation'}
 TABLE9 = {'ar': 1, 'dar2': 2, 'dar3': 3, 'dar4': 4}  # t = 1: dar with groups of one is ar two-stream
 # metric: (the evaluation's CSV, its column, what it is, printed as)
 METRICS = {'probe': ('linprobe', 'val_acc', 'linear probe, top-1 %', '.2f'),
@@ -83,6 +85,15 @@ def load(record):
                 values.setdefault((f'{task} seconds', arm), {})[seed] = float(row['seconds'])
                 if task == 'recon':
                     values.setdefault((f'baseline {metric}', arm), {})[seed] = float(row[f'baseline_{column}'])
+    for name in settings.get('baselines', []):  # evaluations only: no pretraining run, so no log
+        for seed in settings['seeds']:
+            for metric in ('probe', 'finetune'):
+                task, column = METRICS[metric][:2]
+                path = os.path.join(record, 'runs', name, str(seed), f'{task}.csv')
+                if os.path.exists(path):
+                    row = read_csv_row(path)
+                    values.setdefault((metric, name), {})[seed] = float(row[column])
+                    values.setdefault((f'{task} seconds', name), {})[seed] = float(row['seconds'])
     return settings, runs, values
 
 
@@ -128,6 +139,28 @@ def verdict(results):
     if any(result['pending'] for result in results):
         return 'pending (not every registered value is in the record)'
     return 'effect (met)' if all(result['holds'] for result in results) else 'not met'
+
+def where_the_input_stands(values, arms, seeds):
+    """Each arm's probe minus the raw-pixel probe and minus the probe at initialisation, and its fine-tune minus the
+    fine-tune from initialisation, paired by seed: what pretraining added, and whether it reached the input."""
+    def paired(metric, arm, other):
+        a, b = values.get((metric, arm), {}), values.get((metric, other), {})
+        have = [seed for seed in seeds if seed in a and seed in b]
+        if not have:
+            return '–'
+        differences = [a[seed] - b[seed] for seed in have]
+        return f"{mean_std(differences, '.2f')} ({sum(d > 0 for d in differences)} of {len(have)} above)"
+    lines = ["", "## Where the input stands (descriptive, not registered)", "",
+             "Paired by seed, mean ± std of the difference, and the seeds where the arm is above. Raw pixels: the "
+             "same linear probe on the pixels themselves (`eval_vision.py --ckpt=pixels`); at initialisation: ar "
+             "two-stream's weights before its first step, probed and fine-tuned by the same protocols "
+             "(`--ckpt=random:...`).", "",
+             "| arm | probe - raw pixels | probe - ar at initialisation | fine-tune - ar at initialisation |",
+             "|---|---|---|---|"]
+    for arm in arms:
+        lines.append(f"| {ARMS[arm]} | {paired('probe', arm, 'pixels')} | {paired('probe', arm, 'random')} | "
+                     f"{paired('finetune', arm, 'random')} |")
+    return lines
 
 # -----------------------------------------------------------------------------
 # plots
@@ -186,11 +219,17 @@ def report(record, res):
         loss = mean_std(losses, '.4f') if losses else '–'
         lines.append(f"| {ARMS[arm]} | {len(done)} of {len(seeds)} | {loss} | "
                      + ' | '.join(cell(values, metric, arm, seeds, METRICS[metric][3]) for metric in METRICS) + ' |')
+    baselines = [name for name in BASELINES if name in settings.get('baselines', [])]
+    for name in baselines:
+        lines.append(f"| {BASELINES[name]} | | | {cell(values, 'probe', name, seeds, '.2f')} | "
+                     f"{cell(values, 'finetune', name, seeds, '.2f')} | | |")
     recon_arms = [arm for arm in arms if ('l2', arm) in values]
     if recon_arms:
         # the same images and patches for every model: one baseline, read beside the first arm's scores
         lines.append(f"| mean-fill baseline | | | | | {cell(values, 'baseline l2', recon_arms[0], seeds, '.4f')} | "
                      f"{cell(values, 'baseline lpips', recon_arms[0], seeds, '.4f')} |")
+    if baselines:
+        lines += where_the_input_stands(values, arms, seeds)
 
     # Table 9: probe accuracy against t
     lines += ["", "## Table 9: linear probe against t (t = 1 is ar two-stream)", "",
@@ -275,6 +314,13 @@ def report(record, res):
                      + ' |')
     lines += ["", f"In all {total:.0f} core-minutes (evaluations: their own timing, without starting Python and "
               "loading data)."]
+    if baselines:
+        spent = {name: [sum(values.get((f'{task} seconds', name), {}).values()) / 60
+                        for task in ('linprobe', 'finetune')] for name in baselines}
+        lines += ["", "The baselines, over the seeds: " + '; '.join(
+            f"{BASELINES[name]} {sum(minutes):.0f} core-minutes (" + ', '.join(
+                f"{task} {m:.1f}" for task, m in zip(('linear probe', 'fine-tune'), minutes) if m) + ")"
+            for name, minutes in spent.items()) + "."]
     atomic_write(os.path.join(res, 'tables.md'), '\n'.join(lines).rstrip() + '\n')
     return lines
 

@@ -86,6 +86,11 @@
 # images inside; the registry's summaries for cifar, stl, imagenette, tiny-imagenet, svhn and caltech name only
 # loaders and downloaders. So Fashion-MNIST alone.
 #
+# Baselines, added after the registered runs (descriptive, never a verdict): where the input itself stands, by the
+# same protocols and seeds. pixels: the linear probe on the raw pixels (eval_vision.py --ckpt=pixels); random: ar
+# two-stream at initialisation (the weights a run of that seed starts from: a 1-step run of it gives the checkpoint,
+# eval_vision.py --ckpt=random:... reads its architecture and seed only), linear probe and fine-tune.
+#
 # $ bash experiments/vision.sh   (resumable: a run whose log in the record is complete and an evaluation whose CSV
 # is in the record are skipped; a run is trained again, with its seed, only when an evaluation still to do needs its
 # checkpoint; two jobs at a time, one per core, seed by seed; then the summary, experiments/vision/tables.md)
@@ -107,6 +112,7 @@ TRAIN_FLAGS=${TRAIN_FLAGS:-}    # e.g. "--compile=False": train.py only
 SMOKE=${SMOKE:-0}     # 1: every evaluation on a few hundred images for one epoch, only to smoke-test the script
 check_env PYTHON OUT RES SEEDS ARMS STEPS JOBS SMOKE DEVICE_FLAGS TRAIN_FLAGS
 FINETUNED="ar ar1s dar2"
+BASELINES="pixels random"  # beside the arms, every seed
 RECON_SEED=1337
 if [ "$RES" = experiments/vision ] && { [ "$STEPS" != 1000 ] || [ "$SMOKE" != 0 ] ||
         [ "$SEEDS" != "$REGISTERED_SEEDS" ] || [ "$ARMS" != "$REGISTERED_ARMS" ]; }; then
@@ -127,13 +133,16 @@ fi
 mkdir -p "$OUT" "$RES"
 
 # the settings the summary reads
-$PYTHON - "$RES/settings.json" "$STEPS" "$SEEDS" "$ARMS" "$FINETUNED" "$RECIPE" "$PROBE" "$FINETUNE" "$RECON" <<'EOF'
+$PYTHON - "$RES/settings.json" "$STEPS" "$SEEDS" "$ARMS" "$FINETUNED" "$BASELINES" "$RECIPE" "$PROBE" "$FINETUNE" \
+    "$RECON" <<'EOF'
 import json, sys
 from output import atomic_write
-path, steps, seeds, arms, finetuned, *commands = sys.argv[1:]
+path, steps, seeds, arms, finetuned, baselines, *commands = sys.argv[1:]
 settings = dict(steps=int(steps), seeds=[int(s) for s in seeds.split()], arms=arms.split(),
                 finetuned=finetuned.split(), recipe=' '.join(commands[0].split()),
                 evaluations=dict(zip(('linprobe', 'finetune', 'recon'), (' '.join(c.split()) for c in commands[1:]))))
+if baselines.split():  # the key only where there are any: the record's settings before the baselines read the same
+    settings['baselines'] = baselines.split()
 atomic_write(path, json.dumps(settings, indent=1) + '\n')
 EOF
 
@@ -182,14 +191,41 @@ job() {  # job ARM SEED: train (or resume) unless the record has the run, then e
     done
     echo "done: $arm $seed"
 }
-export -f job config tasks finished
+baseline() {  # baseline NAME SEED: each evaluation of the input (pixels) or of ar at initialisation (random)
+    local name=$1 seed=$2 dir=$OUT/$1/$2 keep=$RES/runs/$1/$2 task command ckpt
+    for task in linprobe finetune; do
+        [ "$name" = random ] || [ "$task" = linprobe ] || continue  # pixels: no model to fine-tune
+        [ -f "$keep/$task.csv" ] && continue
+        case $name in
+            pixels) ckpt="--ckpt=pixels --dataset=fmnist" ;;
+            random) ckpt="--ckpt=random:$dir/ckpt_last.pt"
+                [ -f "$dir/ckpt_last.pt" ] || {  # one step: a checkpoint of ar's architecture and this seed
+                    mkdir -p "$dir"
+                    # shellcheck disable=SC2046
+                    $PYTHON train.py $(config ar) --max_iters=1 --progress=False $DEVICE_FLAGS $TRAIN_FLAGS \
+                        --seed="$seed" --overwrite=True --out_dir="$dir" > "$dir.txt" 2>&1 ||
+                        { run_failed "random $seed (1 step)" "$dir.txt"; return 1; }
+                } ;;
+        esac
+        case $task in linprobe) command="$PROBE --seed=$seed" ;; finetune) command="$FINETUNE --seed=$seed" ;; esac
+        mkdir -p "$dir/eval" "$keep"
+        # shellcheck disable=SC2086
+        $PYTHON eval_vision.py $command $DEVICE_FLAGS $ckpt --names="$name" --out_dir="$dir/eval" --overwrite=True \
+            --progress=False > "$dir/eval/$task.txt" 2>&1 ||
+            { run_failed "$name $seed $task" "$dir/eval/$task.txt"; return 1; }
+        cp "$dir/eval/$task.csv" "$keep/$task.csv"
+    done
+    echo "done: $name $seed"
+}
+export -f job baseline config tasks finished
 export PYTHON OUT RES STEPS FINETUNED RECIPE PROBE FINETUNE RECON DEVICE_FLAGS TRAIN_FLAGS
 jobs=()
 for seed in $SEEDS; do
-    for arm in $ARMS; do jobs+=("$arm $seed"); done
+    for arm in $ARMS; do jobs+=("job $arm $seed"); done
+    for name in $BASELINES; do jobs+=("baseline $name $seed"); done
 done
 status=0
-printf '%s\n' "${jobs[@]}" | xargs -P "$JOBS" -L 1 bash -c 'job "$0" "$1"' || status=$?
+printf '%s\n' "${jobs[@]}" | xargs -P "$JOBS" -L 1 bash -c '"$0" "$1" "$2"' || status=$?
 
 $PYTHON -m experiments.vision "$RES" "$RES"  # whatever the record holds; a comparison missing a seed is pending
 echo "record in $RES"

@@ -335,3 +335,32 @@ def test_bad_input_one_line_each(tmp_path):
     line, = missing.stderr.strip().splitlines()
     assert line.startswith('eval_glue.py: error: rte: no folder') and 'prepare.py' in line
     assert not (tmp_path / 'out').exists()  # nothing half-written
+
+# -----------------------------------------------------------------------------
+# baselines beside the checkpoints: word counts, and a run's model at initialisation
+
+
+def test_bag_of_words_counts_and_shared_words():
+    from evals.baselines import bag_of_words, word_vocabulary
+    rows = [('The film, the END.', None, 1), ("it's a film", None, 0)]
+    vocabulary = word_vocabulary(rows, size=3)
+    assert vocabulary == {'film': 0, 'the': 1, 'a': 2}  # by count, ties alphabetical; "it's" and 'end' cut
+    assert bag_of_words(rows, vocabulary).tolist() == [[1, 2, 0], [1, 0, 1]]
+    pairs = [('a film', 'the film', 1)]
+    assert bag_of_words(pairs, vocabulary).tolist() == [[2, 1, 1, 1, 0, 0]]  # a + b, then the words both share
+
+
+def test_bag_of_words_and_random_init_beside_a_checkpoint(tmp_path):
+    """The keyword task: word counts separate it; random:<ckpt> is probed like its checkpoint and named so; neither
+    baseline is fine-tuned by bag_of_words."""
+    write_keyword_task(tmp_path / 'glue')
+    ar, _ = make_checkpoint(tmp_path / 'ar.pt', 'ar', train_config=dict(seed=4))
+    common = [f'--glue_dir={tmp_path / "glue"}', '--tasks=sst2', '--progress=False', f'--out_dir={tmp_path / "out"}']
+    probe = run_script('eval_glue.py', '--ckpt=bag_of_words', f'--ckpt=random:{ar}', *common, '--mode=linprobe')
+    assert probe.returncode == 0, probe.stderr
+    words, random_init = read_csv(tmp_path / 'out' / 'glue_linprobe.csv')
+    assert (words['checkpoint'], words['objective']) == ('bag_of_words', 'bag of words')
+    assert float(words['sst2_accuracy']) == 100.0  # one word decides the label
+    assert random_init['objective'] == 'ar at initialisation' and random_init['attention'] == 'causal'
+    message = script_error('eval_glue.py', '--ckpt=bag_of_words', *common)
+    assert 'mode=linprobe' in message and 'random:' in message

@@ -311,3 +311,53 @@ def test_a_task_again_into_its_out_dir_is_refused_unless_overwrite(tmp_path, mni
     (run / 'log.jsonl').write_text('{}\n')
     one_error_line(run_script(*args[:-1], f'--out_dir={run}', '--overwrite=True'), 'holds a training run', '--out_dir')
     assert os.listdir(run) == ['log.jsonl']
+
+# -----------------------------------------------------------------------------
+# baselines beside the checkpoints: the raw pixels, and a run's model at initialisation
+
+
+def test_random_init_is_the_model_its_run_started_from(tmp_path):
+    """train.py seeds torch with the run's seed, then builds the model: random:<ckpt> rebuilds exactly that, never
+    reads the trained weights, and leaves the caller's random stream as it was."""
+    from evals.baselines import open_model
+    path, trained = make_checkpoint(tmp_path / 'ar.pt', input_kind='patches', seed=1, train_config=dict(seed=5))
+    torch.manual_seed(5)
+    start = Transformer(trained.config)
+    torch.manual_seed(0)
+    model = open_model(f'random:{path}', 'patches').model(attn_backend='sdpa')
+    after = torch.rand(1)
+    torch.manual_seed(0)
+    assert torch.equal(after, torch.rand(1))
+    assert model.config.attn_backend == 'sdpa'
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, start.state_dict()[name]), name
+    assert not torch.equal(model.state_dict()['patch_embed.weight'], trained.state_dict()['patch_embed.weight'])
+    assert open_model(path, 'patches').model().state_dict()['patch_embed.weight'].equal(
+        trained.state_dict()['patch_embed.weight'])
+
+
+def test_pixels_and_random_init_beside_a_checkpoint(tmp_path, mnist5k):
+    """--ckpt=pixels is the same probe (seed, epochs, BatchNorm + linear) on the flattened pixels; --ckpt=random:...
+    is probed like any checkpoint and named so."""
+    from data.images import load_images
+    ckpt, _ = make_checkpoint(tmp_path / 'dar.pt', objective='dar', input_kind='patches', train_config=dict(seed=3))
+    out = tmp_path / 'out'
+    result = run_script('eval_vision.py', '--ckpt=pixels', f'--ckpt=random:{ckpt}', f'--dataset={mnist5k}',
+                        '--epochs=2', '--warmup_epochs=1', '--seed=7', f'--out_dir={out}', '--progress=False')
+    assert result.returncode == 0, result.stderr[-2000:]
+    pixels, random = read_rows(out / 'linprobe.csv')
+    assert (pixels['model'], pixels['objective']) == ('pixels', 'raw pixels')
+    assert random['model'] == f'random:{tmp_path.name}'
+    assert random['objective'].endswith('at initialisation') and random['keep_mask'] == 'True'
+    data = {split: load_images(mnist5k, split) for split in ('train', 'val')}
+    x, y = {}, {}
+    for split, images in data.items():
+        batch, y[split] = images.batch(torch.arange(len(images)), 28)
+        x[split] = batch.flatten(1)
+    probe = vision.train_linear_probe(x['train'], y['train'], 10, 2, 256, 0.1, 1, 0.0, seed=7)
+    with torch.no_grad():
+        assert float(pixels['val_acc']) == pytest.approx(100 * vision.accuracy(probe(x['val']), y['val']), abs=1e-4)
+    assert float(pixels['val_acc']) > 70  # a linear model on MNIST's pixels
+    one_error_line(run_script('eval_vision.py', '--ckpt=pixels'), '--dataset')
+    one_error_line(run_script('eval_vision.py', '--ckpt=pixels', f'--dataset={mnist5k}', '--task=finetune'),
+                   'task=linprobe', 'random:')

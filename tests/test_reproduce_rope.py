@@ -266,3 +266,28 @@ def test_the_readme_verdicts_are_the_records():
         recorded = [cell.strip() for cell in verdict_row(tables, name).strip('|').split('|')]
         quoted = [cell.strip() for cell in verdict_row(section, name).strip('|').split('|')]
         assert quoted[1].strip('*') == recorded[2] and quoted[2] == recorded[3], name
+
+
+def test_table2_baseline_rows_come_from_the_baseline_runs(tmp_path):
+    """reproduce_rope_baselines.sh's files: ar at initialisation, one row over every seed (none until all have it),
+    and the word-count probe's one run, beside both Table 2 tables."""
+    def summary(ckpt, scores):
+        medians = {'polarity': {'accuracy': scores[0]}, 'hedge': {'mcc': scores[1], 'accuracy': 50.0},
+                   'plagiarism': {'accuracy': scores[2]}, 'lee_sts': {'pearson': scores[3]}}
+        return dict(summary=[dict(ckpt=ckpt, medians=medians, averages={'offline avg': float(np.mean(scores))})])
+    text = tmp_path / 'text'
+    for i, seed in enumerate(SEEDS[:-1]):
+        os.makedirs(text / f'baseline-random-{seed}')
+        json.dump(summary(f'random:out/text/random-{seed}/ckpt_last.pt', [50.0 + i, 20.0, 40.0, 30.0]),
+                  open(text / f'baseline-random-{seed}' / 'glue_linprobe.json', 'w'))
+    assert summarize.table2_baselines(str(tmp_path), SEEDS, 'linprobe') == []
+    os.makedirs(text / f'baseline-random-{SEEDS[-1]}')
+    json.dump(summary(f'random:out/text/random-{SEEDS[-1]}/ckpt_last.pt', [54.0, 20.0, 40.0, 30.0]),
+              open(text / f'baseline-random-{SEEDS[-1]}' / 'glue_linprobe.json', 'w'))
+    os.makedirs(text / 'baseline-bag_of_words')
+    json.dump(summary('bag_of_words', [67.0, 42.0, 60.0, 46.7]),
+              open(text / 'baseline-bag_of_words' / 'glue_linprobe.json', 'w'))
+    random, words = summarize.table2_baselines(str(tmp_path), SEEDS, 'linprobe')
+    assert random.startswith('| ar at initialisation (baseline) | 52.0 ± 1.6 | 20.0 ± 0.0 |')
+    assert words == '| bag of words, linear probe (input baseline) | 67.0 | 42.0 | 60.0 | 46.7 | 53.9 |'
+    assert summarize.table2_baselines(str(tmp_path), SEEDS, 'finetune') == [words]  # no fine-tune runs yet

@@ -178,6 +178,32 @@ def test_verdicts_on_a_record_with_known_answers(tmp_path):
     assert by_t[0] == 'series,t,linear probe top-1 %' and len(by_t) == 1 + 4 * (1 + len(SEEDS))
 
 
+def test_the_baselines_stand_beside_every_arm_without_changing_a_verdict(tmp_path):
+    """The raw-pixel probe and ar at initialisation (probe and fine-tune) from runs/pixels and runs/random: their rows,
+    each arm's paired difference from them, and the same verdicts and comparisons as without them."""
+    scores = known_scores()
+    write_record(tmp_path / 'record', scores)
+    before = vision.report(str(tmp_path / 'record'), str(tmp_path / 'res'))
+    settings = json.load(open(tmp_path / 'record' / 'settings.json'))
+    json.dump(dict(settings, baselines=['pixels', 'random']), open(tmp_path / 'record' / 'settings.json', 'w'))
+    pixels, random = 83.0 + np.arange(5) / 10, 74.0 + np.zeros(5)
+    for i, seed in enumerate(SEEDS):
+        for name, probe in (('pixels', pixels[i]), ('random', random[i])):
+            run = tmp_path / 'record' / 'runs' / name / str(seed)
+            os.makedirs(run)
+            write_csv(run / 'linprobe.csv', dict(model=name, val_acc=probe, seconds=30.0))
+        write_csv(run / 'finetune.csv', dict(model='random', val_acc=75.0, seconds=60.0))
+    lines = vision.report(str(tmp_path / 'record'), str(tmp_path / 'res'))
+    text = '\n'.join(lines)
+    assert '| raw pixels (input baseline) | | | 83.20 ± 0.16 | – | | |' in text
+    assert '| ar two-stream at initialisation | | | 74.00 ± 0.00 | 75.00 ± 0.00 | | |' in text
+    row = next(line for line in lines if line.startswith('| ar (two-stream, t=1) |') and 'above' in line)
+    below = scores['ar']['probe'] - pixels
+    assert row.startswith(f"| ar (two-stream, t=1) | {below.mean():.2f} ± {below.std(ddof=1):.2f} (0 of 5 above) |")
+    assert [line for line in lines if line.startswith(('- V', '**V'))] == \
+        [line for line in before if line.startswith(('- V', '**V'))]
+
+
 def test_a_comparison_missing_a_seed_is_pending_and_the_rest_is_judged(tmp_path):
     write_record(tmp_path / 'record', known_scores())
     os.remove(tmp_path / 'record' / 'runs' / 'dar4' / '1341' / 'linprobe.csv')
@@ -288,3 +314,36 @@ def test_the_readmes_quote_the_record():
     by_t = [line.split(' | ')[1].split(' ±')[0] for line in tables.split('## Table 9')[1].split('## Table 8')[0]
             .splitlines() if re.match(r'\| [1-4] \|', line)]
     assert f"probe by t: {', '.join(by_t)}; gvp - ar {comparison('V4a')[0]}" in readme
+
+# -----------------------------------------------------------------------------
+# the pilot (exploratory): every arm x protocol against the pixels of the same seeds
+
+
+def test_the_pilot_table_pairs_each_probe_with_the_pixels_of_its_seed(tmp_path):
+    from experiments import vision_pilot
+    runs = tmp_path / 'runs'
+    for i, seed in enumerate((2001, 2002, 2003)):
+        os.makedirs(runs / 'pixels' / str(seed))
+        write_csv(runs / 'pixels' / str(seed) / 'linprobe.csv', dict(model='pixels', val_acc=83.0 + i, seconds=30.0))
+        os.makedirs(runs / 'ar-1000' / str(seed))
+        for protocol, acc in (('mean', 81.0 + i), ('concat', 85.0 + 2 * i)):
+            write_csv(runs / 'ar-1000' / str(seed) / f'linprobe-{protocol}.csv', dict(model='ar', val_acc=acc,
+                                                                                      seconds=60.0))
+    lines = vision_pilot.report(str(tmp_path))
+    mean, concat = (line for line in lines if line.startswith('| ar | 1000 |'))
+    assert mean.startswith("| ar | 1000 | mean: ") and '| 3 | 82.00 ± 1.00 | -2.00 ± 0.00 | 0 of 3 |' in mean
+    assert '| 3 | 87.00 ± 2.00 | 3.00 ± 1.00 | 3 of 3 |' in concat and concat.endswith('| 1.0 | – |')
+    pilot = (tmp_path / 'pilot.csv').read_text().splitlines()
+    assert pilot[0] == 'arm,steps,protocol,seed,val_acc,pixels_val_acc,minus_pixels,seconds' and len(pilot) == 7
+    assert (tmp_path / 'tables.md').read_text() == '\n'.join(lines) + '\n'
+
+
+def test_the_pilot_record_regenerates_its_table(tmp_path):
+    """experiments/vision-pilot: tables.md and pilot.csv from its runs alone."""
+    import shutil
+    from experiments import vision_pilot
+    pilot = os.path.join(ROOT, 'experiments', 'vision-pilot')
+    shutil.copytree(os.path.join(pilot, 'runs'), tmp_path / 'runs')
+    vision_pilot.report(str(tmp_path))
+    for name in ('tables.md', 'pilot.csv'):
+        assert (tmp_path / name).read_bytes() == open(os.path.join(pilot, name), 'rb').read(), name

@@ -1,0 +1,75 @@
+"""
+Where the input itself stands: the two baselines every probe and fine-tune table reads beside its checkpoints.
+  - the input baseline: the same linear probe on the raw input instead of a model's features (eval_vision.py
+    --ckpt=pixels: every pixel a feature; eval_glue.py --ckpt=bag_of_words: word counts). Pretrained features below
+    it carry less linearly usable information than the input they were computed from.
+  - the random-initialisation baseline, --ckpt=random:<checkpoint>: that checkpoint's architecture, objective and
+    probe mask with the weights its run started from (train.py seeds torch with the run's seed just before it builds
+    the model), so the probe of a pretrained run and of its own initialisation differ by pretraining alone.
+"""
+import re
+from collections import Counter
+from dataclasses import replace
+
+import torch
+
+from checkpoint import Pretrained
+from configurator import UsageError
+from model import Transformer
+
+RANDOM = 'random:'
+WORD = re.compile(r"[a-z0-9']+")
+VOCABULARY = 2000  # bag of words: the train split's most frequent words (ties broken alphabetically)
+
+
+class RandomInit(Pretrained):
+    """A Pretrained whose model() is the untrained Transformer its run began with (train.py: torch.manual_seed(seed)
+    at rank 0, then Transformer(model_config)); the trained weights are never read."""
+
+    def __init__(self, path, input_kind):
+        super().__init__(path, input_kind)
+        if 'seed' not in self.train_config:
+            raise UsageError(f"{path} does not record the seed its run started from: random:<checkpoint> needs a "
+                             "checkpoint train.py wrote")
+        self.seed = int(self.train_config['seed'])
+
+    def model(self, device='cpu', **overrides):
+        devices = [torch.device(device).index or 0] if str(device).startswith('cuda') else []
+        with torch.random.fork_rng(devices=devices):  # the caller's own draws (head init, dropout) are left alone
+            torch.manual_seed(self.seed)
+            model = Transformer(replace(self.model_config, **overrides))
+        return model.to(device).eval()
+
+
+def open_model(spec, input_kind):
+    """--ckpt=PATH (a trained checkpoint) or --ckpt=random:PATH (its architecture at initialisation)."""
+    if spec.startswith(RANDOM):
+        return RandomInit(spec[len(RANDOM):], input_kind)
+    return Pretrained(spec, input_kind)
+
+# -----------------------------------------------------------------------------
+# bag of words: the text input as a linear model sees it
+
+def words(text):
+    return WORD.findall(text.lower())
+
+
+def word_vocabulary(rows, size=VOCABULARY):
+    """{word: column} for the `size` most frequent words of the rows' texts (a and b of each (a, b, label))."""
+    counts = Counter(w for a, b, _ in rows for text in (a, b or '') for w in words(text))
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:size]
+    return {w: i for i, (w, _) in enumerate(ranked)}
+
+
+def bag_of_words(rows, vocabulary):
+    """(n, V) word counts of single texts; (n, 2V) for pairs: the counts of a + b, then min(a, b) per word (the
+    words the two share, which a linear model cannot form from the sum alone)."""
+    def counts(texts):
+        out = torch.zeros(len(texts), len(vocabulary))
+        for i, text in enumerate(texts):
+            for w in words(text or ''):
+                if w in vocabulary:
+                    out[i, vocabulary[w]] += 1
+        return out
+    a, b = counts([row[0] for row in rows]), counts([row[1] for row in rows])
+    return torch.cat([a + b, torch.minimum(a, b)], dim=1) if rows and rows[0][1] is not None else a
