@@ -10,7 +10,7 @@
 # $ bash experiments/reproduce_rope_baselines.sh   (resumable; two jobs at a time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source experiments/runs.sh  # run_failed
+source experiments/runs.sh  # check_env, run_failed
 PYTHON=${PYTHON:-python}
 export OMP_NUM_THREADS=1
 OUT=${OUT:-out/repro-bytes-rope}
@@ -19,6 +19,7 @@ KEEP=$RES/runs
 SEEDS=${SEEDS:-"1340 1341 1342 1343 1344"}
 STEPS=${STEPS:-1200}  # the record's, for the summary
 JOBS=${JOBS:-2}
+check_env PYTHON OUT RES SEEDS STEPS JOBS
 PROBE="config/linprobe_glue_offline.py"
 FINETUNE="config/glue_offline.py --epochs=2 --learning_rate=1e-3 --seeds=0"
 $PYTHON data/shakespeare/prepare.py --tokenizer=bytes > /dev/null

@@ -36,6 +36,10 @@ check_env() {  # check_env NAME...: each variable the script reads from its envi
                 words=($value)
                 for word in "${words[@]}"; do [[ " $REGISTERED_ARMS " == *" $word "* ]] || words=(); done
                 [ ${#words[@]} -gt 0 ] || env_error ARMS "must name one or more of the arms $REGISTERED_ARMS" ;;
+            PROTOCOLS)
+                words=($value)
+                for word in "${words[@]}"; do [[ " $PILOT_PROTOCOLS " == *" $word "* ]] || words=(); done
+                [ ${#words[@]} -gt 0 ] || env_error PROTOCOLS "must name one or more of $PILOT_PROTOCOLS" ;;
             PYTHON) command -v -- "${value%% *}" > /dev/null ||
                 env_error PYTHON "names no command: set it to a python that has torch (default: python)" ;;
             OUT|RES|KEEP) [ ! -e "$value" ] || [ -d "$value" ] || env_error "$name" "is a file, not a folder" ;;

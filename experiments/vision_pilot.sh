@@ -17,7 +17,7 @@
 # $ bash experiments/vision_pilot.sh   (resumable; two jobs at a time; then experiments/vision_pilot.py's table)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source experiments/runs.sh  # run_failed
+source experiments/runs.sh  # check_env, run_failed
 PYTHON=${PYTHON:-python}
 export OMP_NUM_THREADS=1
 OUT=${OUT:-out/vision-pilot}
@@ -26,7 +26,10 @@ SEEDS=${SEEDS:-"2001 2002 2003"}
 ARMS=${ARMS:-"ar mae75 random"}
 STEPS=${STEPS:-1000}
 JOBS=${JOBS:-2}
-PROTOCOLS=${PROTOCOLS:-"mean concat mid mid-concat nomask"}
+PILOT_PROTOCOLS="mean concat mid mid-concat nomask"
+PROTOCOLS=${PROTOCOLS:-$PILOT_PROTOCOLS}
+REGISTERED_ARMS="ar ar1s mae75 random"  # the arms config() knows
+check_env PYTHON OUT RES SEEDS ARMS STEPS JOBS PROTOCOLS
 export PYTHON OUT RES STEPS PROTOCOLS
 [ -f data/fmnist/val.npz ] || $PYTHON data/fmnist/prepare.py > /dev/null  # needs apt-get install dataset-fashion-mnist
 
