@@ -222,23 +222,21 @@ def test_a_prepare_that_stopped_early_is_made_again(tmp_path):
     assert meta["splits"] == ["train", "val"] and meta["tokenizer"] == "gpt2"
 
 
-def test_prepare_refuses_another_tokenizer_in_a_prepared_folder(tmp_path):
+def test_prepare_refuses_another_tokenizer_in_a_prepared_folder(tmp_path, capsys):
     (tmp_path / "book.txt").write_text("".join(f"Line {i} of the book.\n" for i in range(40)))
     book = [f"--input={tmp_path}/book.txt", f"--out_dir={tmp_path}/book"]
-    first = run_script("data/prepare.py", *book)
-    assert first.returncode == 0, first.stderr
+    run_in_process("data/prepare.py", *book)  # in this process: the one-line printing is run_script's, below
     meta = (tmp_path / "book" / "meta.json").read_text()
     one_error_line(run_script("data/prepare.py", *book, "--tokenizer=bytes"), "already holds another corpus",
                    "--overwrite=True")
-    again = run_script("data/prepare.py", *book)
-    assert again.returncode == 0 and "nothing to do" in again.stdout
-    assert (tmp_path / "book" / "meta.json").read_text() == meta
-    replaced = run_script("data/prepare.py", *book, "--tokenizer=bytes", "--overwrite=True")
-    assert replaced.returncode == 0, replaced.stderr
+    with pytest.raises(SystemExit) as done:  # the same corpus again: nothing to do, exit code 0
+        run_in_process("data/prepare.py", *book)
+    assert not done.value.code and "nothing to do" in capsys.readouterr().out and (tmp_path / "book" / "meta.json").read_text() == meta
+    run_in_process("data/prepare.py", *book, "--tokenizer=bytes", "--overwrite=True")
     assert text.corpus_tokenizer(tmp_path / "book") == "bytes"
     (tmp_path / "a_file").write_text("not a folder")
-    one_error_line(run_script("data/prepare.py", book[0], f"--out_dir={tmp_path}/a_file"), "is a file, not a folder")
-    one_error_line(run_script("data/prepare.py", book[0], f"--out_dir={tmp_path}/a_file/sub"), "cannot write to")
+    assert "is a file, not a folder" in script_error("data/prepare.py", book[0], f"--out_dir={tmp_path}/a_file")
+    assert "cannot write to" in script_error("data/prepare.py", book[0], f"--out_dir={tmp_path}/a_file/sub")
 
 
 def test_load_tokens_bad_inputs(tmp_path, monkeypatch):
