@@ -322,5 +322,6 @@ if master:
                                                       seconds_per_task=seconds, models=models), indent=1))
     print("seconds per task (all checkpoints and seeds): " + ', '.join(f"{t} {s:.1f}" for t, s in seconds.items()))
     print(f"wrote {stem}.md, .csv, .json")
-if ddp:
+if ddp:  # together: a rank that tore gloo down while rank 0 still wrote was seen to abort at exit
+    dist.barrier()
     dist.destroy_process_group()

@@ -263,5 +263,6 @@ if master:
                    world_size=world_size, checkpoints=runs)
     atomic_write(os.path.join(out_dir, 'summary.json'), json.dumps(summary, indent=1))
     print(wrote)
-if ddp:
+if ddp:  # together: a rank that tore gloo down while rank 0 still wrote was seen to abort at exit
+    dist.barrier()
     dist.destroy_process_group()

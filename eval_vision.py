@@ -364,5 +364,6 @@ if master:
     atomic_write(path + '.md', table)
     atomic_write(path + '.csv', table_csv.getvalue())
     print(f"wrote {path}.md and .csv")
-if ddp:
+if ddp:  # together: a rank that tore gloo down while rank 0 still wrote was seen to abort at exit
+    dist.barrier()
     dist.destroy_process_group()
