@@ -95,9 +95,10 @@ RESUMABLE_CHANGES = ('out_dir', 'init_from', 'overwrite', 'max_iters', 'eval_int
 
 def check_resume(checkpoint, path, config, model_config):
     """train.py's config against the run its checkpoint records. -> True if that run already reached max_iters"""
-    saved = model_config_from(checkpoint, path, attn_backend=model_config.attn_backend)
-    if asdict(saved) != asdict(model_config):
-        diff = {k: (v, asdict(model_config)[k]) for k, v in asdict(saved).items() if asdict(model_config)[k] != v}
+    saved, wanted = asdict(model_config_from(checkpoint, path, attn_backend=model_config.attn_backend)), \
+        asdict(model_config)
+    if saved != wanted:
+        diff = {k: (v, wanted[k]) for k, v in saved.items() if wanted[k] != v}
         raise UsageError(f"{path} holds another architecture (checkpoint vs config: {diff}): "
                          "resume with the settings it was trained with, or use a new out_dir")
     saved = checkpoint.get('config', {})

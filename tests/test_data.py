@@ -239,6 +239,23 @@ def test_prepare_refuses_another_tokenizer_in_a_prepared_folder(tmp_path, capsys
     assert "cannot write to" in script_error("data/prepare.py", book[0], f"--out_dir={tmp_path}/a_file/sub")
 
 
+def test_load_tokens_tells_a_missing_corpus_from_one_of_other_tokens(tmp_path, monkeypatch):
+    """data/<name> missing for a byte model points to data/<name>_bytes and its prepare command; a missing corpus
+    elsewhere gets data/prepare.py with the model's tokenizer."""
+    monkeypatch.setattr(text, 'DATA_DIR', tmp_path)
+    (tmp_path / 'plays').mkdir()
+    (tmp_path / 'plays' / 'prepare.py').write_text('')
+    with pytest.raises(ValueError, match=r"plays is not prepared, and the model reads 'bytes' tokens: use "
+                                         r"--dataset=plays_bytes \(`python data/plays/prepare.py --tokenizer=bytes`"):
+        text.load_tokens(tmp_path / 'plays', 'val', 'bytes')
+    with pytest.raises(ValueError, match=r"plays_bytes is not prepared: run `python data/plays/prepare.py "
+                                         r"--tokenizer=bytes` first"):
+        text.load_tokens(tmp_path / 'plays_bytes', 'val', 'bytes')
+    with pytest.raises(ValueError, match=r"mine is not prepared: run `python data/prepare.py --input=YOUR_FILES "
+                                         r"--out_dir=\S*mine --tokenizer=bytes` first"):
+        text.load_tokens(tmp_path / 'elsewhere' / 'mine', 'val', 'bytes')
+
+
 def test_load_tokens_bad_inputs(tmp_path, monkeypatch):
     monkeypatch.setattr(text, "DATA_DIR", tmp_path)
     (tmp_path / "mycorpus").mkdir()

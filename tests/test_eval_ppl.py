@@ -15,7 +15,6 @@ import torch
 from checkpoint import save_checkpoint
 from conftest import (ROOT, make_checkpoint, one_error_line, random_tokens, run_in_process, run_script, script_error,
                       write_corpus)
-from data import text
 from data.text import BOS, iter_windows
 from evals.ppl import (bucket_table, gather_windows, score_windows, window_starts)
 from objectives import Objective
@@ -345,22 +344,6 @@ def test_a_corpus_that_is_not_prepared_names_the_command_that_prepares_it(tmp_pa
                    'holds' if prepared else 'is not prepared', '--dataset=shakespeare_bytes',
                    'python data/shakespeare/prepare.py --tokenizer=bytes')
 
-
-def test_load_tokens_tells_a_missing_corpus_from_one_of_other_tokens(tmp_path, monkeypatch):
-    """data/<name> missing for a byte model points to data/<name>_bytes and its prepare command; a missing corpus
-    elsewhere gets data/prepare.py with the model's tokenizer."""
-    monkeypatch.setattr(text, 'DATA_DIR', tmp_path)
-    (tmp_path / 'plays').mkdir()
-    (tmp_path / 'plays' / 'prepare.py').write_text('')
-    with pytest.raises(ValueError, match=r"plays is not prepared, and the model reads 'bytes' tokens: use "
-                                         r"--dataset=plays_bytes \(`python data/plays/prepare.py --tokenizer=bytes`"):
-        text.load_tokens(tmp_path / 'plays', 'val', 'bytes')
-    with pytest.raises(ValueError, match=r"plays_bytes is not prepared: run `python data/plays/prepare.py "
-                                         r"--tokenizer=bytes` first"):
-        text.load_tokens(tmp_path / 'plays_bytes', 'val', 'bytes')
-    with pytest.raises(ValueError, match=r"mine is not prepared: run `python data/prepare.py --input=YOUR_FILES "
-                                         r"--out_dir=\S*mine --tokenizer=bytes` first"):
-        text.load_tokens(tmp_path / 'elsewhere' / 'mine', 'val', 'bytes')
 
 # -----------------------------------------------------------------------------
 # --reading=elbo: the any-order bound of masked checkpoints beside the exact left-to-right NLL of the others
