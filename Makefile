@@ -51,9 +51,9 @@ demo: setup
 test: setup-test
 	$(PYTHON) -m pytest
 
-# first thing on a GPU: what the design card's command needs, in at most 6 minutes on one GPU (gpu_check.py says what
-# and how long), its record in experiments/gpu/; without a GPU, every part at toy sizes on the CPU. No setup here: a
-# leased GPU has no network, so bring data/shakespeare/ along (python data/shakespeare/prepare.py writes it)
+# first thing on a GPU: what the design card's command needs, in at most 7 minutes on one GPU (4-5 on an H100; what
+# and how long: gpu_check.py), its record in experiments/gpu/; without a GPU, every part at toy sizes on the CPU. No
+# setup here: a leased GPU has no network, so bring data/shakespeare/ (python data/shakespeare/prepare.py writes it)
 gpu-check:
 	$(PYTHON) gpu_check.py
 

@@ -112,7 +112,7 @@ compile = pick_compile(compile, device)
 warmup = (10 if cuda else 2) if warmup is None else warmup
 steps = (50 if cuda else 10) if steps is None else steps
 if cuda:
-    torch.cuda.set_device(device)
+    torch.cuda.set_device(torch.device(device).index or 0)  # set_device wants an index; 'cuda' is the first GPU
     device_name = torch.cuda.get_device_name(device)
 else:
     device_name = f"CPU ({torch.get_num_threads()} threads)"

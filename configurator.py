@@ -65,7 +65,8 @@ def read_config(path, values=None):
     values = {} if values is None else values
     values['include'] = lambda name: read_config(os.path.join(os.path.dirname(path), name), values)
     try:
-        exec(compile(open(path).read(), path, 'exec'), {}, values)
+        with open(path) as f:
+            exec(compile(f.read(), path, 'exec'), {}, values)
     except UsageError:
         raise
     except SyntaxError as error:
@@ -82,7 +83,10 @@ def print_help(config):
     (`key = value  # why`, continued on comment-only lines below it), under the section comments of the script's
     default config. A plain dict of defaults, with no script source beside it, lists all its keys."""
     path = config.get('__file__', sys.argv[0])
-    source = open(path).read() if os.path.isfile(path) else ''
+    source = ''
+    if os.path.isfile(path):
+        with open(path) as f:
+            source = f.read()
     comments, sections, key, section = {}, {}, None, None
     for line in source.splitlines():
         assignment, continued = re.match(r"(\w+) *=[^=].*?(?:  +# (.*))?$", line), re.match(r" +# (.*)", line)

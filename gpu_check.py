@@ -23,20 +23,17 @@ The exit code is 1 if a part failed or was cut; a goal missed is reported, not f
 at toy sizes on the CPU, as far as the CPU goes (flex forward only, gloo, float32, eager), into
 experiments/gpu/cpu-<name>-<date>/ (not kept in git), in about a minute.
 
-Time budget on one H100 with a cold cache: 350 s of limits, plus the check's own start (estimates, not yet
-measured: no GPU was at hand when it was written). A process with torch and CUDA starts in ~5 s; inductor compiles
-GPT-2 124M forward + backward in ~40 s (nanoGPT reports about a minute on torch 2.0; later releases are faster), one
-FlexAttention forward + backward in ~10-15 s and create_block_mask in ~5 s; the timed work is seconds (a GPT-2 step
-at 16 x 1024 tokens ~60-80 ms, 25 per model). A warm cache (part 5) takes most compile time off the next lease.
-  0:  10 s  version queries and tiny SDPA calls
-  1:  65 s  3 flex compiles (float32 at both lengths, bf16 at 1024; the 5 masks padded to one shape per length) and
-            2 of create_block_mask ~50 s, the math-kernel references ~5 s
-  2:  30 s  start ~5 s, one flex and one create_block_mask compile ~17 s, the dense kernels that take a boolean
-            mask and flex, 60 calls each ~5 s
-  3: 150 s  start ~5 s, 3 GPT-2 compiles ~120 s, 75 timed steps and 3 memory probes ~10 s
-  4:  80 s  vm and dar side by side (their compiles share 16 cores; a 4-layer step ~10 ms): start ~10 s, compile
-            ~20 s, the eager evaluation's flex compile ~10 s, 60 steps and checkpoints ~5 s; the resumes ~25 s
-  5:  15 s  packing the cache (fast gzip)
+Time budget on one H100 with a cold cache: 415 s of limits. Measured on an H100 80GB HBM3 (2026-11-26, torch 2.11,
+experiments/gpu/): the whole check in 4-5 minutes, each part at most two thirds of its limit:
+  0:  10 s  version queries and tiny SDPA calls                                                 measured   3-4 s
+  1:  65 s  3 flex compiles (float32 at both lengths, bf16 at 1024; the 5 masks padded to one shape per length)
+            and 2 of create_block_mask, the math-kernel references                              measured  48 s (28 warm)
+  2:  45 s  start, one flex and one create_block_mask compile, 60 calls of each dense kernel    measured  29 s
+  3: 150 s  start, 3 GPT-2 compiles, 75 timed steps and 3 memory probes                         measured 122 s
+  4: 130 s  vm and dar side by side (their compiles share 16 cores): 60 steps with compile,
+            evaluation and checkpoints, then the resumes (start and compile again)              measured  97 s (61 + 35)
+  5:  15 s  packing the cache (fast gzip)                                                       measured   3 s
+A warm cache (part 5; 38 MiB packed after a whole check) takes most compile time off the next lease.
 """
 import json
 import math
@@ -69,6 +66,7 @@ part = ''                        # internal: run this one part in this process (
 dataset = 'shakespeare'          # part 4's corpus (data/<dataset>), GPT-2 BPE
 device = 'auto'                  # 'cpu': the toy run even where there is a GPU
 limit_scale = 1.0                # every part's time limit times this (a slower GPU: 2)
+parts = 'all'                    # or some of environment,correctness,attention,speed,command,cache (a short lease)
 # -----------------------------------------------------------------------------
 one_line_errors('gpu_check.py')
 configure(globals(), sys.argv[1:])
@@ -76,7 +74,10 @@ check_ranges({'limit_scale': limit_scale}, {'limit_scale': '(0, inf)'})
 if device not in ('auto', 'cpu'):
     raise UsageError(f"device must be 'auto' (the GPU if there is one) or 'cpu' (the toy run), got {device!r}")
 cuda = device == 'auto' and torch.cuda.is_available()
-LIMITS = dict(environment=10, correctness=65, attention=30, speed=150, command=80, cache=15)  # seconds on a GPU
+LIMITS = dict(environment=10, correctness=65, attention=45, speed=150, command=130, cache=15)  # seconds on a GPU
+chosen = list(LIMITS) if parts == 'all' else parts.split(',')
+if set(chosen) - set(LIMITS):
+    raise UsageError(f"parts must be 'all' or some of {','.join(LIMITS)}, got {parts!r}")
 limits = {name: seconds * limit_scale * (1 if cuda else 1.5) for name, seconds in LIMITS.items()}
 MASKS = {'ar': Objective('ar'), 'dar': Objective('dar', t=2),
          'vm2s': Objective('vm', mask_ratio=(0.15, 0.30), two_stream=True), 'mlm': Objective('mlm', mask_ratio=0.15),
@@ -348,6 +349,7 @@ def command():
         with open(counter, 'w') as f:
             f.write(SYNC_COUNTER)
         for steps, resume in zip(STEPS, (False, True)):
+            leg_began = time.time()
             counted = cuda and not resume  # CUDA's sync debug mode: GPUs only (on a CPU tests/host_reads.py counts)
             codes = run({f"{config}{'-resume' if resume else ''}": [
                 sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=1',
@@ -361,6 +363,9 @@ def command():
                 for name, code in codes.items():
                     note(f"- {name}: {'cut at the limit' if code is None else f'exit code {code}'} (logs/{name}.log)")
                 return outcome(codes)
+            note(f"- {'resumed to' if resume else 'trained'} {steps} steps, side by side, in "
+                 f"{time.time() - leg_began:.0f} s (compile and evaluation included)", item='leg', resume=resume,
+                 seconds=time.time() - leg_began)
         for config in configs:
             shutil.copy(os.path.join(runs, config, 'log.jsonl'), os.path.join(record, f'{config}.jsonl'))
             saved[config] = os.path.exists(os.path.join(runs, config, 'ckpt_last.pt'))
@@ -466,6 +471,7 @@ PARTS = [('0 environment', 'environment', lambda: in_this_process(environment, l
          ('3 P5: GPT-2 124M, S = 1024, compiled: MFU and peak memory', 'speed', model_speed),
          ("4 the design card's command, resumed", 'command', command),
          ('5 compile cache', 'cache', lambda: in_this_process(compile_cache, limits['cache']))]
+PARTS = [(title, key, fn) for title, key, fn in PARTS if key in chosen]
 outcomes = []
 for title, key, fn in PARTS:
     note(f"\n## {title} (limit {limits[key]:.0f} s)")

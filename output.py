@@ -285,7 +285,8 @@ def draw_dashed(draw, start, end, color, on=7, off=5):
 
 def plot_log(log_path, path, title):
     """A training run's log.jsonl as its loss curve: train and validation loss against the step."""
-    records = [json.loads(line) for line in open(log_path)]
+    with open(log_path) as f:
+        records = [json.loads(line) for line in f]
     train = [(r['iter'], r['train_loss']) for r in records if 'train_loss' in r]
     val = [(r['iter'], r['val_loss']) for r in records if 'val_loss' in r]
     line_plot(path, {'train': tuple(zip(*train)) or ((), ()), 'val': tuple(zip(*val)) or ((), ())},

@@ -152,8 +152,8 @@ def host_batch(split, generator, reading=pretraining):  # bert_replace draws its
     return reading.batch(sequences(split, generator), generator, bos)
 
 def on_device(batch):  # from pinned pages the copy runs beside the compute; from pageable ones it waits for the device
-    if device_type == 'cuda':
-        batch = {k: v.pin_memory() if torch.is_tensor(v) else v for k, v in batch.items()}
+    if device_type == 'cuda':  # contiguous: positions are one row expanded, and an expanded view cannot be pinned
+        batch = {k: v.contiguous().pin_memory() if torch.is_tensor(v) else v for k, v in batch.items()}
     return to_device(batch, device, non_blocking=device_type == 'cuda')
 
 # -----------------------------------------------------------------------------

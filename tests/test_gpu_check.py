@@ -69,6 +69,7 @@ def test_the_whole_check_runs_on_a_cpu(tmp_path, tiny_corpus):
         {(v, mode) for v in ('ar', 'dar', 'vm2s') for mode in ('train', 'forward')}
     commands = {r['config']: r for r in figures if r.get('item') == 'command'}
     assert set(commands) == {'vm_pile', 'dar_pile'}
+    assert [r['resume'] for r in figures if r.get('item') == 'leg'] == [False, True]  # each leg's time
     for r in commands.values():
         assert list(r['val_loss']) == ['3', '6', '8']  # evaluated every 3 steps, resumed from 6 to 8
         assert r['recompiles'] == 0 and r['graph_breaks'] == 0 and r['nccl'] == 'gloo'
@@ -91,6 +92,15 @@ def test_a_part_past_its_limit_is_cut_and_the_rest_still_run(tmp_path, tiny_corp
     assert 'parts passed' in lines[-1]
 
 
+def test_a_short_lease_runs_only_the_parts_asked_for(tmp_path):
+    proc = run_script('gpu_check.py', f'--record_root={tmp_path / "records"}', '--parts=environment,cache')
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (record,) = [entry for entry in os.listdir(tmp_path / 'records') if not entry.startswith('compile-cache')]
+    lines, figures = read_record(tmp_path / 'records' / record)
+    assert [r['part'] for r in figures if 'outcome' in r] == ['environment', 'cache']
+    assert proc.stdout.splitlines()[-1].startswith('gpu_check: 2 of 2 parts passed')
+
+
 def test_part_4s_sync_counter_counts_each_host_wait_against_its_step(tmp_path):
     """On a GPU, part 4 runs train.py under SYNC_COUNTER with CUDA's sync debug mode on: each 'synchronizing' warning
     counts against the script's iter_num at that moment, and any other warning is shown as usual."""
@@ -111,6 +121,7 @@ def test_part_4s_sync_counter_counts_each_host_wait_against_its_step(tmp_path):
 def test_bad_input_is_one_line():
     one_error_line(run_script('gpu_check.py', '--part=timing'), "part must be '' (the whole check) or 'correctness'")
     one_error_line(run_script('gpu_check.py', '--device=cuda'), "device must be 'auto'")
+    one_error_line(run_script('gpu_check.py', '--parts=environment,timing'), "parts must be 'all' or some of")
 
 
 def test_full_float32_turns_tf32_off_and_restores_it():
