@@ -32,6 +32,7 @@ check_env() {  # check_env NAME...: each variable the script reads from its envi
                 [ ${#words[@]} -gt 0 ] && [ -z "$(printf '%s\n' "${words[@]}" | sort | uniq -d)" ] ||
                     env_error "$name" "must be whole numbers from $low up, separated by spaces, each once" ;;
             SMOKE) [[ $value =~ ^[01]$ ]] || env_error SMOKE "must be 0 or 1" ;;
+            ROPE) [[ $value =~ ^(True|False)$ ]] || env_error ROPE "must be True or False" ;;
             ARMS)
                 words=($value)
                 for word in "${words[@]}"; do [[ " $REGISTERED_ARMS " == *" $word "* ]] || words=(); done

@@ -5,6 +5,7 @@ stats' computation, and the script trains and evaluates what it registers, each 
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -291,3 +292,43 @@ def test_table2_baseline_rows_come_from_the_baseline_runs(tmp_path):
     assert random.startswith('| ar at initialisation (baseline) | 52.0 ± 1.6 | 20.0 ± 0.0 |')
     assert words == '| bag of words, linear probe (input baseline) | 67.0 | 42.0 | 60.0 | 46.7 | 53.9 |'
     assert summarize.table2_baselines(str(tmp_path), SEEDS, 'finetune') == [words]  # no fine-tune runs yet
+
+
+@pytest.mark.parametrize('rope, seeds, steps, summary', [
+    ('True', ['1340', '1341', '1342', '1343', '1344'], '1200', ['', '', '', 'bytes', 'experiments/reproduce_rope.sh']),
+    ('False', ['1337', '1338', '1339', '1340', '1341'], '3000', ['experiments/repro/runs', '1337 1338 1339', '1500',
+                                                                 'bytes'])])
+def test_the_baselines_script_runs_each_records_seeds_and_summary(tmp_path, rope, seeds, steps, summary):
+    """reproduce_rope_baselines.sh: ROPE picks the record, its seeds, the random models' position encoding and the
+    summary's arguments (the rotary record's by default, as before ROPE existed); the same probe and fine-tune."""
+    log, fake = tmp_path / 'calls.log', tmp_path / 'python'
+    fake.write_text(f"""#!/bin/bash
+printf '%q ' "$@" >> {log}; echo >> {log}
+dir=""; mode=linprobe; for a in "$@"; do case $a in --out_dir=*) dir=${{a#--out_dir=}} ;;
+config/glue_offline.py) mode=finetune ;; esac; done
+[ "$1" = eval_glue.py ] && touch "$dir/glue_$mode".{{md,csv,json}}
+exit 0
+""")
+    fake.chmod(0o755)
+    env = {**os.environ, 'PYTHON': str(fake), 'OUT': str(tmp_path / 'out'), 'RES': str(tmp_path / 'res'), 'JOBS': '1'}
+    env.pop('SEEDS', None)
+    env.pop('STEPS', None)
+    if rope == 'False':
+        env['ROPE'] = rope
+    script = os.path.join(ROOT, 'experiments', 'reproduce_rope_baselines.sh')
+    result = subprocess.run(['bash', script], env=env, capture_output=True, text=True, timeout=600)  # a hang guard
+    assert result.returncode == 0, result.stderr
+    calls = [shlex.split(line) for line in log.read_text().splitlines()]
+    out, res = tmp_path / 'out', tmp_path / 'res'
+    train = [call for call in calls if call[0] == 'train.py']
+    assert [call[call.index(f'--rope={rope}') + 2] for call in train] == [f'--seed={seed}' for seed in seeds]
+    evals = [call for call in calls if call[0] == 'eval_glue.py']
+    assert len(evals) == 1 + 2 * len(seeds)
+    assert evals[0][:3] == ['eval_glue.py', 'config/linprobe_glue_offline.py', '--ckpt=bag_of_words']
+    for seed in seeds:
+        ckpt = f'--ckpt=random:{out}/text/random-{seed}/ckpt_last.pt'
+        assert ['eval_glue.py', 'config/linprobe_glue_offline.py', ckpt] in [call[:3] for call in evals]
+        assert ['eval_glue.py', 'config/glue_offline.py', '--epochs=2', '--learning_rate=1e-3', '--seeds=0', ckpt] \
+            in [call[:6] for call in evals]
+        assert (res / 'runs' / 'text' / f'baseline-random-{seed}' / 'glue_finetune.json').exists()
+    assert calls[-1] == ['-m', 'experiments.summarize', str(res / 'runs'), str(res), ' '.join(seeds), steps, *summary]

@@ -13,7 +13,8 @@ SCRIPTS = sorted(name for name in os.listdir(os.path.join(ROOT, 'experiments'))
                  if name.endswith('.sh') and name != 'runs.sh')
 NOT_CHECKED = {'TOKENS': 'reproduce.sh refuses it itself', 'GPT2_OUT': 'a record that may be absent'}
 BAD = {'STEPS': 'abc', 'BYTE_STEPS': '3k', 'JOBS': '0', 'NUM_SAMPLES': '-1', 'OMP_NUM_THREADS': 'two',
-       'SEEDS': '7 7', 'GPT2_SEEDS': 'x', 'KS': '0 1', 'SMOKE': 'yes', 'ARMS': 'ar nope', 'PYTHON': 'no-such-python'}
+       'SEEDS': '7 7', 'GPT2_SEEDS': 'x', 'KS': '0 1', 'SMOKE': 'yes', 'ROPE': 'true', 'ARMS': 'ar nope',
+       'PYTHON': 'no-such-python'}
 
 
 def read_from_environment(script):
