@@ -424,9 +424,9 @@ def test_mdlm_loss_weights_every_sequence_alike(two_stream):
     assert not torch.allclose(loss, nll.sum() / n_masked.sum())
 
 
-def test_python_objectives_prints_the_masks_the_readme_shows(capsys):
-    """`python objectives.py` draws every objective; the README's picture of dar is its output, verbatim."""
-    run_in_process('objectives.py')
+def test_python_mask_picture_prints_the_masks_the_readme_shows(capsys):
+    """`python mask_picture.py` draws every objective; the README's picture of dar is its output, verbatim."""
+    run_in_process('mask_picture.py')
     printed = capsys.readouterr().out
     for name in ('ar', 'dar t=2', 'mlm 0.34', 'vm [0.15, 0.3] two-stream', 'mdlm two-stream', 'gvp K=3 mixed'):
         assert f"\n{name}   (columns" in '\n' + printed, name
