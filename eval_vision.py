@@ -44,7 +44,7 @@ from evals.lpips import MIN_SIDE
 from evals.vision import (ImageClassifier, accuracy, check_pool, encode, fill_order, layer_decay_groups, masked_l2,
                           mean_fill, mixup, reconstruct, save_grid, soft_cross_entropy, soft_targets, to_sequence,
                           train_linear_probe)
-from model import unpatchify
+from data.images import unpatchify
 from schedule import lr_at
 
 # -----------------------------------------------------------------------------

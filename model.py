@@ -66,21 +66,7 @@ class ModelConfig:
         return self.channels * self.patch_size ** 2
 
 # -----------------------------------------------------------------------------
-# images as sequences of patches
-
-def patchify(imgs, patch_size):
-    """(B, C, H, W) -> (B, N, C*p*p), patches in raster order."""
-    B, C, H, W = imgs.shape
-    p = patch_size
-    x = imgs.reshape(B, C, H // p, p, W // p, p)
-    return x.permute(0, 2, 4, 3, 5, 1).reshape(B, (H // p) * (W // p), p * p * C)
-
-def unpatchify(patches, patch_size, channels):
-    """(B, N, C*p*p) -> (B, C, H, W); the exact inverse of patchify for square images."""
-    B, N, _ = patches.shape
-    p, side = patch_size, math.isqrt(N)
-    x = patches.reshape(B, side, side, p, p, channels)
-    return x.permute(0, 5, 1, 3, 2, 4).reshape(B, channels, side * p, side * p)
+# image patches: positions on a 2-D grid (data/images.py cuts the images into patches)
 
 def sincos_2d(n_embd, grid):
     """Fixed 2-D sine-cosine position embeddings (MAE); row 0 (the CLS slot) is zero."""

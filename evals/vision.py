@@ -19,7 +19,7 @@ from PIL import Image
 
 from output import atomic_write
 from configurator import UsageError
-from model import patchify, unpatchify
+from data.images import patchify, unpatchify
 from schedule import lr_at
 from objectives import PAD_GROUP, model_batch
 

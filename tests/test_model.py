@@ -7,7 +7,8 @@ from checkpoint import load_checkpoint, save_checkpoint
 from conditioning import conditioning_sets, target_positions
 from conftest import needs_compiler, random_tokens
 from devices import open_pairs
-from model import ModelConfig, Transformer, dense_mask, patchify, unpatchify
+from data.images import patchify
+from model import ModelConfig, Transformer, dense_mask
 from objectives import PAD_GROUP, Objective, groups_from_sizes
 
 S = 11
@@ -313,14 +314,6 @@ def test_norm_pix_loss_targets():
 
 # -----------------------------------------------------------------------------
 # patches
-
-def test_patchify_roundtrip_exact():
-    imgs = torch.rand(2, 3, 16, 16)
-    patches = patchify(imgs, 4)
-    assert patches.shape == (2, 16, 48)
-    assert torch.equal(unpatchify(patches, 4, 3), imgs)
-    assert torch.equal(patches[0, 1], imgs[0, :, 0:4, 4:8].permute(1, 2, 0).reshape(-1))  # raster order
-
 
 def test_image_not_divisible_by_patch():
     with pytest.raises(ValueError, match='not divisible'):
