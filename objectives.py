@@ -229,7 +229,7 @@ class Kind:
     defaults: dict = field(default_factory=dict)  # default settings: Objective fields left at None
     counts: Callable = ratio_counts  # masked: (objective, L) -> (fewest, most) masked positions of a sequence
     error: Callable = None           # (objective, L) -> None, or one line saying what is wrong and the fix
-    probe_groups: Callable = None    # sequential: (objective, N) -> (N,) fixed groups to encode frozen features with
+    probe_groups: Callable = None    # sequential: (objective, N) -> (N,) fixed groups for frozen features (evals/)
     per_sequence: bool = False       # each sequence's loss is the mean over its own targets (else over all targets)
 
 KINDS = {
@@ -333,18 +333,6 @@ class Objective:
         return self.kind.causal and not self.two_stream
 
     @property
-    def attention(self):
-        """How the content stream attended in pretraining: what features are read with (eval_glue, theory)."""
-        return 'bidirectional' if self.kind.masked else 'causal'
-
-    @property
-    def prefix_style(self):
-        """How the model predicts x_{k+1} from x_1..x_k (evals/ppl.py, reconstruction in evals/vision.py)."""
-        if self.kind.masked:
-            return 'masked_two_stream' if self.two_stream else 'bert'
-        return 'causal' if self.causal else 'groups'
-
-    @property
     def label(self):
         """e.g. 'vm [0.15, 0.3] two-stream', 'dar t=2', 'ar random order'."""
         ratio = self.mask_ratio
@@ -354,15 +342,6 @@ class Objective:
         extra = ' random order' if self.random_order and not self.kind.masked and self.name != 'gvp' else ''
         stream = ' two-stream' if self.two_stream and (self.kind.masked or self.kind.causal) and not extra else ''
         return self.name + setting + stream + extra
-
-    def probe_groups(self, N):
-        """(1 + N,) content group ids to encode frozen features with, in raster order: masked objectives (one
-        bidirectional visible group) all 0; sequential ones their groups in a fixed draw (GVP keeps the mask at
-        linear probing): ar every position its own group, dar groups of t, gvp its 'fixed' segmentation."""
-        if not self.kind.masked and self.kind.probe_groups is None:
-            raise UsageError(f"objective {self.name!r} has no probe_groups: set its Kind's in objectives.py")
-        groups = torch.zeros(N, dtype=torch.long) if self.kind.masked else self.kind.probe_groups(self, N)
-        return torch.cat([torch.zeros(1, dtype=torch.long), groups])
 
     def batch(self, x, generator, ordinary_tokens=None):
         """The training batch of x (see the module docstring). ordinary_tokens: bert_replace's random ids."""

@@ -95,7 +95,8 @@ def test_pool_rows():
 
 
 def test_attention_and_pooling_choices():
-    assert [Objective(o).attention for o in ('ar', 'dar', 'gvp', 'mlm', 'vm')] == ['causal'] * 3 + ['bidirectional'] * 2
+    attentions = [glue.pretraining_attention(Objective(o)) for o in ('ar', 'dar', 'gvp', 'mlm', 'vm')]
+    assert attentions == ['causal'] * 3 + ['bidirectional'] * 2
     assert glue.resolve_pooling('auto', 'causal') == 'last' and glue.resolve_pooling('auto', 'bidirectional') == 'mean'
     assert glue.resolve_pooling('first', 'bidirectional') == 'first'
     with pytest.raises(ValueError, match='BOS'):

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from conftest import ROOT
+from evals.vision import probe_groups
 
 from experiments import vision
 from experiments.data_constrained import one_sided_p
@@ -92,7 +93,7 @@ def test_t_one_of_table_9_is_the_ar_run():
     assert ar.keys() == dar.keys()
     for key in ar:
         assert torch.equal(ar[key], dar[key]) if torch.is_tensor(ar[key]) else ar[key] == dar[key], key
-    assert torch.equal(Objective('ar', two_stream=True).probe_groups(16), Objective('dar', t=1).probe_groups(16))
+    assert torch.equal(probe_groups(Objective('ar', two_stream=True), 16), probe_groups(Objective('dar', t=1), 16))
 
 # -----------------------------------------------------------------------------
 # synthetic records
