@@ -56,6 +56,13 @@ def model_config_from(ckpt, path, **overrides):
         raise UsageError(f"{path} has unknown model_config keys {sorted(unknown)}: it was written by another version")
     return checked_model_config(f"{path}: ", **{**ckpt['model_config'], **overrides})
 
+def objective_from(ckpt, path):
+    """The objective train.py pretrained with (it saves asdict(Objective)), through the same checks as its config."""
+    saved = ckpt.get('objective')
+    if not (isinstance(saved, dict) and saved.get('name')):
+        raise UsageError(f"{path} names no pretraining objective: it was not written by train.py")
+    return Objective(**{k: v for k, v in saved.items() if k in Objective.__dataclass_fields__})
+
 def load_checkpoint(path, device='cpu', **overrides):
     """-> (model in eval mode, checkpoint dict). overrides: ModelConfig fields, e.g. attn_backend='flex'."""
     ckpt = read_checkpoint(path, device)
@@ -155,7 +162,7 @@ class Pretrained:
         checkpoint = read_checkpoint(path)
         self.path = path
         self.model_config = model_config_from(checkpoint, path)
-        self.objective = Objective.from_checkpoint(checkpoint, path)
+        self.objective = objective_from(checkpoint, path)
         self.train_config = checkpoint.get('config', {})
         found = self.model_config.input_kind
         if found != input_kind:

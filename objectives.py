@@ -302,15 +302,6 @@ class Objective:
         settings = {k: config[k] for k in cls.__dataclass_fields__ if k != 'name' and k in config}
         return cls(config['objective'], **settings)
 
-    @classmethod
-    def from_checkpoint(cls, checkpoint, path='the checkpoint'):
-        saved, config = checkpoint.get('objective'), checkpoint.get('config')  # asdict(Objective); train.py's config
-        if isinstance(saved, dict) and saved.get('name'):
-            return cls(**{k: v for k, v in saved.items() if k in cls.__dataclass_fields__})
-        if isinstance(config, dict) and config.get('objective'):
-            return cls.from_config(config)
-        raise UsageError(f"{path} names no pretraining objective: it was not written by train.py")
-
     def check(self, S):
         """Settings against a sequence of S (conditioning token included), and the groups hook on one drawn batch
         (a fork's new Kind): one line naming the fix."""

@@ -3,7 +3,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from checkpoint import load_checkpoint, save_checkpoint
+from checkpoint import Pretrained, load_checkpoint, save_checkpoint
 from conditioning import conditioning_sets, target_positions
 from conftest import needs_compiler, random_tokens
 from devices import open_pairs
@@ -345,6 +345,8 @@ def test_checkpoint_roundtrip_and_errors(tmp_path):
     batch = Objective('ar').batch(token_batch(), torch.Generator())
     with torch.no_grad():
         assert torch.equal(loaded(**batch)[0], model(**batch)[0])
+    with pytest.raises(ValueError, match='not written by train.py'):  # weights, but no objective to read them by
+        Pretrained(path, 'tokens')
     with pytest.raises(ValueError, match='does not exist'):
         load_checkpoint(tmp_path / 'missing.pt')
     (tmp_path / 'corrupt.pt').write_bytes(path.read_bytes()[:100])
