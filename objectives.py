@@ -349,6 +349,3 @@ class Objective:
                                     per_sequence=self.kind.per_sequence)
         return bert_batch(x, groups == 1, generator, self.bert_replace, ordinary_tokens, width=most,
                           per_sequence=self.kind.per_sequence)
-
-def to_device(batch, device, non_blocking=False):
-    return {k: v.to(device, non_blocking=non_blocking) if torch.is_tensor(v) else v for k, v in batch.items()}

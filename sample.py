@@ -38,11 +38,10 @@ from checkpoint import Pretrained
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import dataset_dir
 from data.text import TOKENIZERS, get_tokenizer, load_tokens
-from devices import pick_attn_backend, setup_processes
+from devices import pick_attn_backend, setup_processes, to_device
 from evals.any_order import model_log_probs, propose, unmask
 from evals.ppl import ROW_STYLES, gather_windows, prefix_batch, prefix_style, score_windows, take_rows, window_starts
 from evals.sample_quality import sample_quality
-from objectives import to_device
 from output import atomic_write
 
 # -----------------------------------------------------------------------------

@@ -19,7 +19,8 @@ import torch.nn.functional as F
 
 from configurator import UsageError
 from data.text import with_bos
-from objectives import PAD_GROUP, causal_batch, gather_positions, model_batch, to_device, two_stream_batch
+from devices import to_device
+from objectives import PAD_GROUP, causal_batch, gather_positions, model_batch, two_stream_batch
 
 ROW_STYLES = ('bert', 'masked_two_stream')  # one row per prefix length: these need chunking and trimming
 BERT_FUTURES = ('invisible', 'mask')  # prefix_batch: what a one-stream BERT row holds after its target
