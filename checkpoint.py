@@ -95,6 +95,13 @@ def claim_run(out_dir, init_from, overwrite, master=True):
                       "it saved no checkpoint to resume: pass --overwrite=True to start it again, or a new --out_dir")
     return run_files
 
+def left_behind(run_files):
+    """What a run's out_dir holds when a second signal ends it at once, mid-step (devices.stop_on_signals)."""
+    if os.path.exists(run_files[0]):
+        return f"{run_files[0]} is intact: continue with --init_from=resume"
+    return "no checkpoint was written yet: start the run again" + \
+        (" with --overwrite=True" if any(map(os.path.exists, run_files)) else '')
+
 # only where and how long a run goes, what it shows and the hardware may change on resume; another objective,
 # schedule, data or evaluation would silently make a different run
 RESUMABLE_CHANGES = ('out_dir', 'init_from', 'overwrite', 'max_iters', 'eval_interval', 'log_interval', 'progress',
