@@ -28,7 +28,7 @@ from positions import rotary_angles, rotate, sincos_2d
 @dataclass
 class ModelConfig:
     input_kind: str = 'tokens'   # 'tokens' or 'patches' (images)
-    tokenizer: str = 'gpt2'      # not read here: what the ids mean (data/text.py), for the scripts that decode them
+    tokenizer: str = 'gpt2'      # not read here: what the ids mean (data/text.py), saved with the vocab it sizes
     vocab_size: int = 50304      # the tokenizer's vocabulary padded up to a multiple of 64 (GPT-2: 50257 -> 50304)
     block_size: int = 128        # longest sequence, conditioning token included; patches: always patches + CLS
     n_layer: int = 4
