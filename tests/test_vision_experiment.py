@@ -66,6 +66,7 @@ def test_the_registered_mdes_follow_from_the_registered_spreads():
         assert f"{per_sd * c['sd']:.{decimals}f}" == c['mde_text'], c['name']
 
 
+@pytest.mark.record
 def test_the_readme_quotes_the_registration_word_for_word():
     hypotheses, _, _ = vision.registered()
     readme = ' '.join(open(os.path.join(ROOT, 'experiments', 'README.md')).read().replace('\n> ', ' ').split())
@@ -293,6 +294,7 @@ def test_the_record_regenerates_its_tables(tmp_path):
             assert (tmp_path / name).read_bytes() == open(os.path.join(RECORD, name), 'rb').read(), name
 
 
+@pytest.mark.record
 def test_the_readmes_quote_the_record():
     """experiments/README.md holds tables.md's row of every registered comparison and its verdicts; README.md's image
     rows carry tables.md's numbers."""
