@@ -35,9 +35,9 @@ from output import atomic_write, claim_out_dir, progress as progress_bar, write_
 from checkpoint import checked_model_config
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, model_vocab_size
-from devices import peak_flops, pick_compile, sdpa_kernels, sdpa_with, setup_processes, step_flops
+from devices import peak_flops, pick_compile, sdpa_kernels, sdpa_with, setup_processes, step_flops, to_device
 from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask
-from objectives import Objective, to_device
+from objectives import Objective
 
 # -----------------------------------------------------------------------------
 # default config: a 4 x 256 model that a 2-core CPU benchmarks in a few minutes

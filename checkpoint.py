@@ -56,6 +56,13 @@ def model_config_from(ckpt, path, **overrides):
         raise UsageError(f"{path} has unknown model_config keys {sorted(unknown)}: it was written by another version")
     return checked_model_config(f"{path}: ", **{**ckpt['model_config'], **overrides})
 
+def objective_from(ckpt, path):
+    """The objective train.py pretrained with (it saves asdict(Objective)), through the same checks as its config."""
+    saved = ckpt.get('objective')
+    if not (isinstance(saved, dict) and saved.get('name')):
+        raise UsageError(f"{path} names no pretraining objective: it was not written by train.py")
+    return Objective(**{k: v for k, v in saved.items() if k in Objective.__dataclass_fields__})
+
 def load_checkpoint(path, device='cpu', **overrides):
     """-> (model in eval mode, checkpoint dict). overrides: ModelConfig fields, e.g. attn_backend='flex'."""
     ckpt = read_checkpoint(path, device)
@@ -87,6 +94,13 @@ def claim_run(out_dir, init_from, overwrite, master=True):
                       "to delete it first" if os.path.lexists(last_path) else
                       "it saved no checkpoint to resume: pass --overwrite=True to start it again, or a new --out_dir")
     return run_files
+
+def left_behind(run_files):
+    """What a run's out_dir holds when a second signal ends it at once, mid-step (devices.stop_on_signals)."""
+    if os.path.exists(run_files[0]):
+        return f"{run_files[0]} is intact: continue with --init_from=resume"
+    return "no checkpoint was written yet: start the run again" + \
+        (" with --overwrite=True" if any(map(os.path.exists, run_files)) else '')
 
 # only where and how long a run goes, what it shows and the hardware may change on resume; another objective,
 # schedule, data or evaluation would silently make a different run
@@ -155,7 +169,7 @@ class Pretrained:
         checkpoint = read_checkpoint(path)
         self.path = path
         self.model_config = model_config_from(checkpoint, path)
-        self.objective = Objective.from_checkpoint(checkpoint, path)
+        self.objective = objective_from(checkpoint, path)
         self.train_config = checkpoint.get('config', {})
         found = self.model_config.input_kind
         if found != input_kind:

@@ -63,6 +63,10 @@ def setup_processes(device='auto', dtype='auto'):
     return ddp, rank, local_rank, world_size, device, dtype, autocast
 
 
+def to_device(batch, device, non_blocking=False):  # a batch of objectives.py: tensors move, flags stay
+    return {k: v.to(device, non_blocking=non_blocking) if torch.is_tensor(v) else v for k, v in batch.items()}
+
+
 def micro_steps(gradient_accumulation_steps, batch_size):
     """-> (world_size, micro-steps of each process): torchrun's WORLD_SIZE processes share the global batch's
     gradient_accumulation_steps micro-steps, so it must be a multiple of their number."""

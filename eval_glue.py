@@ -28,7 +28,7 @@ from data.text import TOKENIZERS, get_tokenizer
 from devices import pick_attn_backend, setup_processes
 from evals.baselines import RANDOM, bag_of_words, open_model, word_vocabulary
 from evals.glue import (STYLES, TextClassifier, encode_rows, fit_least_squares, fit_logistic, join_pair,
-                        length_batches, pad_batch, resolve_pooling)
+                        length_batches, pad_batch, pretraining_attention, resolve_pooling)
 from schedule import lr_at
 
 # -----------------------------------------------------------------------------
@@ -136,7 +136,8 @@ for path in ckpt:
         models.append(dict(path=path, objective='bag of words', style='none', pooling='none'))
         continue
     checkpoint = open_model(path, 'tokens')
-    style = checkpoint.objective.attention if attention == 'auto' else attention  # how the content stream saw text
+    # how the content stream saw text in pretraining, unless --attention says otherwise
+    style = pretraining_attention(checkpoint.objective) if attention == 'auto' else attention
     pretrained.append(checkpoint)
     models.append(dict(path=path, objective=checkpoint.objective.name +
                        (' at initialisation' if path.startswith(RANDOM) else ''), style=style,

@@ -38,7 +38,7 @@ from data.text import TOKENIZERS, load_tokens
 from devices import pick_attn_backend, setup_processes
 from evals.any_order import DEFAULT_PASSES, bound_summary, score_bound
 from evals.ppl import (BERT_FUTURES, DEFAULT_BUCKETS, NgramBaselines, bucket_table, check_buckets, gather_windows,
-                       score_windows, window_starts)
+                       prefix_style, score_windows, window_starts)
 
 # -----------------------------------------------------------------------------
 # default config
@@ -98,7 +98,7 @@ runs = []
 for i, (path, checkpoint) in enumerate(zip(ckpt, pretrained)):
     model_config, pretraining = checkpoint.model_config, checkpoint.objective
     label = names[i] if names else os.path.basename(os.path.dirname(os.path.abspath(path)))
-    style = pretraining.prefix_style
+    style = prefix_style(pretraining)
     # the bound needs only "masked" and the stream layout, never the objective's name (mlm, vm, mdlm, ...)
     bound = reading == 'elbo' and pretraining.kind.masked
     runs.append(dict(path=path, name=label, objective=pretraining.name, label=pretraining.label, style=style,

@@ -41,10 +41,11 @@ from data.images import load_images
 from devices import pick_attn_backend, setup_processes
 from evals.baselines import RANDOM, open_model
 from evals.lpips import MIN_SIDE
+from evals.ppl import prefix_style
 from evals.vision import (ImageClassifier, accuracy, check_pool, encode, fill_order, layer_decay_groups, masked_l2,
-                          mean_fill, mixup, reconstruct, save_grid, soft_cross_entropy, soft_targets, to_sequence,
-                          train_linear_probe)
-from model import unpatchify
+                          mean_fill, mixup, probe_groups, reconstruct, save_grid, soft_cross_entropy, soft_targets,
+                          to_sequence, train_linear_probe)
+from data.images import unpatchify
 from schedule import lr_at
 
 # -----------------------------------------------------------------------------
@@ -223,7 +224,7 @@ def linprobe(run, model):
     else:
         n_patches = run['checkpoint'].model_config.block_size - 1  # the CLS slot, then the patches
         # keep_mask: the pretraining mask in raster order (GVP keeps it at linear probing); else none
-        groups = run['checkpoint'].objective.probe_groups(n_patches) if keep_mask else \
+        groups = probe_groups(run['checkpoint'].objective, n_patches) if keep_mask else \
             torch.zeros(n_patches + 1, dtype=torch.long)
         check_pool(pooling, groups)
         features = lambda seqs: encode(model, seqs, groups, pooling, layer)  # noqa: E731
@@ -289,7 +290,7 @@ def finetune(run, model):
 
 def recon(run, model):
     cfg = run['checkpoint'].model_config
-    style = run['checkpoint'].objective.prefix_style
+    style = prefix_style(run['checkpoint'].objective)
     ids = subset(run, 'val')
     ids = ids[torch.randperm(len(ids), generator=torch.Generator().manual_seed(seed))]  # a mix of classes in the grid
     scores, grid = [], None

@@ -20,6 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from attention import create_block_mask, flex_attention
+from positions import rotary_angles, rotate, sincos_2d
 
 # -----------------------------------------------------------------------------
 # configuration: scripts check it where it enters (config, checkpoint); a ValueError here is a caller's bug
@@ -27,7 +28,7 @@ from attention import create_block_mask, flex_attention
 @dataclass
 class ModelConfig:
     input_kind: str = 'tokens'   # 'tokens' or 'patches' (images)
-    tokenizer: str = 'gpt2'      # not read here: what the ids mean (data/text.py), for the scripts that decode them
+    tokenizer: str = 'gpt2'      # not read here: what the ids mean (data/text.py), saved with the vocab it sizes
     vocab_size: int = 50304      # the tokenizer's vocabulary padded up to a multiple of 64 (GPT-2: 50257 -> 50304)
     block_size: int = 128        # longest sequence, conditioning token included; patches: always patches + CLS
     n_layer: int = 4
@@ -66,33 +67,6 @@ class ModelConfig:
         return self.channels * self.patch_size ** 2
 
 # -----------------------------------------------------------------------------
-# images as sequences of patches
-
-def patchify(imgs, patch_size):
-    """(B, C, H, W) -> (B, N, C*p*p), patches in raster order."""
-    B, C, H, W = imgs.shape
-    p = patch_size
-    x = imgs.reshape(B, C, H // p, p, W // p, p)
-    return x.permute(0, 2, 4, 3, 5, 1).reshape(B, (H // p) * (W // p), p * p * C)
-
-def unpatchify(patches, patch_size, channels):
-    """(B, N, C*p*p) -> (B, C, H, W); the exact inverse of patchify for square images."""
-    B, N, _ = patches.shape
-    p, side = patch_size, math.isqrt(N)
-    x = patches.reshape(B, side, side, p, p, channels)
-    return x.permute(0, 5, 1, 3, 2, 4).reshape(B, channels, side * p, side * p)
-
-def sincos_2d(n_embd, grid):
-    """Fixed 2-D sine-cosine position embeddings (MAE); row 0 (the CLS slot) is zero."""
-    omega = 1.0 / 10000 ** (torch.arange(n_embd // 4, dtype=torch.float64) / (n_embd // 4))
-    ys, xs = torch.meshgrid(torch.arange(grid, dtype=torch.float64), torch.arange(grid, dtype=torch.float64),
-                            indexing='ij')
-    parts = [torch.sin(a.reshape(-1, 1) * omega) for a in (ys, xs)] + \
-            [torch.cos(a.reshape(-1, 1) * omega) for a in (ys, xs)]
-    table = torch.cat(parts, dim=1).float()
-    return torch.cat([torch.zeros(1, n_embd), table], dim=0)
-
-# -----------------------------------------------------------------------------
 # masks from group ids
 
 def row_limits(content_groups, query_groups=None):
@@ -113,22 +87,6 @@ def flex_block_mask(content_groups, query_groups=None):
     def mask_mod(b, h, q_idx, kv_idx):
         return keys[b, kv_idx] <= limits[b, q_idx]
     return create_block_mask(mask_mod, *limits.shape, keys.shape[1], keys.device)
-
-# -----------------------------------------------------------------------------
-# rotary positions (RoPE, Su et al. 2021): q and k of a row are rotated by that row's own position, so a score depends
-# on positions only through their difference. A masked target carries no token, only its position; with a learned
-# table it must first learn to attend to its neighbours, with RoPE locality is there from the first step.
-
-def rotary_angles(positions, head_size, base=10000.0):
-    """(B, R) positions -> (cos, sin), each (B, R, 1, head_size / 2): one angle per row and channel pair."""
-    inv_freq = base ** -(torch.arange(0, head_size, 2, device=positions.device, dtype=torch.float32) / head_size)
-    angles = positions[..., None, None].float() * inv_freq
-    return angles.cos(), angles.sin()
-
-def rotate(x, cos, sin):
-    """Rotate channel pairs (i, i + head_size / 2) of x: (B, R, heads, head_size) by the rows' angles."""
-    x1, x2 = x.float().chunk(2, dim=-1)
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).to(x.dtype)
 
 # -----------------------------------------------------------------------------
 # the Transformer block (pre-LN), shared by both streams

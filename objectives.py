@@ -10,7 +10,7 @@ Output: the dict `model(**batch)` takes. Each position 1..L gets a *group id*; g
   vm      as mlm with rho ~ U[a, b] per sequence (Eq. 5)
   mdlm    as mlm with the masked count m ~ U{1..L}, each sequence's loss its own mean (masked diffusion, MDLM)
   gvp     random order, fixed / random / mixed-length groups (GVP Sec. 3.2)
-`python objectives.py` prints each one's groups and attention masks on 6 tokens. Every sampler draws from an
+`python mask_picture.py` prints each one's groups and attention masks on 6 tokens. Every sampler draws from an
 explicit torch.Generator, so a batch is a pure function of (x, generator state).
 """
 
@@ -229,7 +229,7 @@ class Kind:
     defaults: dict = field(default_factory=dict)  # default settings: Objective fields left at None
     counts: Callable = ratio_counts  # masked: (objective, L) -> (fewest, most) masked positions of a sequence
     error: Callable = None           # (objective, L) -> None, or one line saying what is wrong and the fix
-    probe_groups: Callable = None    # sequential: (objective, N) -> (N,) fixed groups to encode frozen features with
+    probe_groups: Callable = None    # sequential: (objective, N) -> (N,) fixed groups for frozen features (evals/)
     per_sequence: bool = False       # each sequence's loss is the mean over its own targets (else over all targets)
 
 KINDS = {
@@ -302,15 +302,6 @@ class Objective:
         settings = {k: config[k] for k in cls.__dataclass_fields__ if k != 'name' and k in config}
         return cls(config['objective'], **settings)
 
-    @classmethod
-    def from_checkpoint(cls, checkpoint, path='the checkpoint'):
-        saved, config = checkpoint.get('objective'), checkpoint.get('config')  # asdict(Objective); train.py's config
-        if isinstance(saved, dict) and saved.get('name'):
-            return cls(**{k: v for k, v in saved.items() if k in cls.__dataclass_fields__})
-        if isinstance(config, dict) and config.get('objective'):
-            return cls.from_config(config)
-        raise UsageError(f"{path} names no pretraining objective: it was not written by train.py")
-
     def check(self, S):
         """Settings against a sequence of S (conditioning token included), and the groups hook on one drawn batch
         (a fork's new Kind): one line naming the fix."""
@@ -333,18 +324,6 @@ class Objective:
         return self.kind.causal and not self.two_stream
 
     @property
-    def attention(self):
-        """How the content stream attended in pretraining: what features are read with (eval_glue, theory)."""
-        return 'bidirectional' if self.kind.masked else 'causal'
-
-    @property
-    def prefix_style(self):
-        """How the model predicts x_{k+1} from x_1..x_k (evals/ppl.py, reconstruction in evals/vision.py)."""
-        if self.kind.masked:
-            return 'masked_two_stream' if self.two_stream else 'bert'
-        return 'causal' if self.causal else 'groups'
-
-    @property
     def label(self):
         """e.g. 'vm [0.15, 0.3] two-stream', 'dar t=2', 'ar random order'."""
         ratio = self.mask_ratio
@@ -354,15 +333,6 @@ class Objective:
         extra = ' random order' if self.random_order and not self.kind.masked and self.name != 'gvp' else ''
         stream = ' two-stream' if self.two_stream and (self.kind.masked or self.kind.causal) and not extra else ''
         return self.name + setting + stream + extra
-
-    def probe_groups(self, N):
-        """(1 + N,) content group ids to encode frozen features with, in raster order: masked objectives (one
-        bidirectional visible group) all 0; sequential ones their groups in a fixed draw (GVP keeps the mask at
-        linear probing): ar every position its own group, dar groups of t, gvp its 'fixed' segmentation."""
-        if not self.kind.masked and self.kind.probe_groups is None:
-            raise UsageError(f"objective {self.name!r} has no probe_groups: set its Kind's in objectives.py")
-        groups = torch.zeros(N, dtype=torch.long) if self.kind.masked else self.kind.probe_groups(self, N)
-        return torch.cat([torch.zeros(1, dtype=torch.long), groups])
 
     def batch(self, x, generator, ordinary_tokens=None):
         """The training batch of x (see the module docstring). ordinary_tokens: bert_replace's random ids."""
@@ -379,44 +349,3 @@ class Objective:
                                     per_sequence=self.kind.per_sequence)
         return bert_batch(x, groups == 1, generator, self.bert_replace, ordinary_tokens, width=most,
                           per_sequence=self.kind.per_sequence)
-
-def to_device(batch, device, non_blocking=False):
-    return {k: v.to(device, non_blocking=non_blocking) if torch.is_tensor(v) else v for k, v in batch.items()}
-
-# -----------------------------------------------------------------------------
-# python objectives.py: every objective drawn on one sequence of 6 tokens, as the model will see it
-
-def mask_picture(batch, b=0):
-    """One line per content row, then per query row: 'position group |one mark per position 0..L|'. '#': the
-    row's attention reads that position's content row; '.': it may not; ' ': no content row there."""
-    real = [i for i, g in enumerate(batch['content_groups'][b].tolist()) if g != PAD_GROUP]
-    content_pos = [batch['content_pos'][b, i].item() for i in real]
-    content_groups = [batch['content_groups'][b, i].item() for i in real]
-    query = [] if batch['query_pos'] is None else [(p, g) for p, g, ok in zip(
-        batch['query_pos'][b].tolist(), batch['query_groups'][b].tolist(), batch['valid'][b].tolist()) if ok]
-    L = max(content_pos + [p for p, _ in query])
-    attend_group = dict(zip(content_pos, content_groups))  # what the mask reads
-    group_of = {**attend_group, **dict(query)}  # the objective's groups: one-stream BERT says them with [MASK]
-    masked = [False] * len(real) if batch['content_masked'] is None else batch['content_masked'][b, real].tolist()
-    group_of.update({p: 1 for p, m in zip(content_pos, masked) if m})
-    order = [[p for p in range(1, L + 1) if group_of.get(p) == g] for g in sorted(set(group_of.values()))]
-    reads = lambda limit: ''.join('#.'[attend_group[p] > limit] if p in content_pos else ' ' for p in range(L + 1))
-    by_position = '  '.join(f"{p or 'B'}:{group_of[p]}" for p in range(L + 1))
-    lines = [f"  groups by position  {by_position}",
-             f"  visiting order      {' '.join(str(group) for group in order if group)}"]
-    lines += [f"  content {p or 'B'}{' [MASK]' if m else '       '} g={g} |{reads(g)}|"
-              for p, g, m in zip(content_pos, content_groups, masked)]
-    lines += [f"  query   {p}        g={g} |{reads(g - 1)}|" for p, g in query]  # Eq. 24: strictly earlier groups
-    if batch['pred_index'] is not None:
-        targets = [batch['content_pos'][b, i].item() + batch['causal'] for i in batch['pred_index'][b].tolist()]
-        lines.append(f"  predicts positions {targets} from the content outputs at {batch['pred_index'][b].tolist()}")
-    return lines
-
-if __name__ == '__main__':
-    x = torch.arange(7)[None]  # BOS + 6 tokens; which tokens does not matter, only positions and groups
-    for settings in [dict(name='ar'), dict(name='dar', t=2), dict(name='mlm', mask_ratio=0.34),
-                     dict(name='vm', two_stream=True), dict(name='mdlm', two_stream=True),
-                     dict(name='gvp', n_groups=3)]:
-        objective = Objective(**settings).check(7)
-        print(f"{objective.label}   (columns: positions B 1..6; '#' = may attend)")
-        print('\n'.join(mask_picture(objective.batch(x, torch.Generator().manual_seed(0)))) + '\n')

@@ -38,11 +38,10 @@ from checkpoint import Pretrained
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import dataset_dir
 from data.text import TOKENIZERS, get_tokenizer, load_tokens
-from devices import pick_attn_backend, setup_processes
+from devices import pick_attn_backend, setup_processes, to_device
 from evals.any_order import model_log_probs, propose, unmask
-from evals.ppl import ROW_STYLES, gather_windows, prefix_batch, score_windows, take_rows, window_starts
+from evals.ppl import ROW_STYLES, gather_windows, prefix_batch, prefix_style, score_windows, take_rows, window_starts
 from evals.sample_quality import sample_quality
-from objectives import to_device
 from output import atomic_write
 
 # -----------------------------------------------------------------------------
@@ -102,7 +101,7 @@ model = checkpoint.model(device, attn_backend=attn_backend)
 tokenizer_name = model.config.tokenizer
 tokenizer = get_tokenizer(tokenizer_name)
 n_vocab, bos = TOKENIZERS[tokenizer_name]
-style = pretraining.prefix_style
+style = prefix_style(pretraining)
 allowed = torch.arange(model.config.vocab_size, device=device) < n_vocab  # the head's padding rows are no tokens
 generator = torch.Generator(device=device).manual_seed(seed)
 
@@ -156,7 +155,7 @@ if order != 'left_to_right':  # the canvas is the model's window
               file=sys.stderr)
 if judge:  # checked, and its held-out windows read, before any sampling
     judged_by = Pretrained(judge, 'tokens')
-    judge_style = judged_by.objective.prefix_style
+    judge_style = prefix_style(judged_by.objective)
     if judge_style not in ('causal', 'groups'):
         raise UsageError(f"the judge needs an exact likelihood, and {judge} is {judged_by.objective.label} (a bound "
                          "at best): pass an ar checkpoint, e.g. --judge=out-judge-shakespeare-bytes/ckpt_best.pt")

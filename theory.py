@@ -21,6 +21,7 @@ import numpy as np
 
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import dataset_dir
+from evals.glue import pretraining_attention
 from evals.theory import (connectivity_rows, encoding, layer_ranks, masked_loss_by_ratio, misalignment,
                           pooled_features, tail_sigma4, text_windows, top_pair_similarities, toy_report)
 from output import line_plot, log_ranks, writable_folder, write_csv
@@ -184,8 +185,9 @@ if command in ('connectivity', 'effrank', 'maskloss'):
                              "checkpoints; score ar and dar with eval_ppl.py")
         windows = text_windows(data_dir, model.config.block_size, num_samples, model.config.tokenizer)
         label = f"{len(series) + 1}: {pretraining.label} {Path(path).parent.name}"
+        attention = pretraining_attention(pretraining)  # how the features are read: as the model saw text
         if command == 'connectivity':
-            attention, pooled_by = pretraining.attention, encoding(pretraining.attention, pooling)
+            pooled_by = encoding(attention, pooling)
             features = pooled_features(model, windows, attention, pooled_by, batch_size, device, progress)
             similarities = top_pair_similarities(connectivity_rows(features, cosine, centred), top)
             ranks = log_ranks(len(similarities))  # the curve at log-spaced ranks: the full one is 1e5 numbers a model
@@ -199,10 +201,9 @@ if command in ('connectivity', 'effrank', 'maskloss'):
             print(f"{label} ({path}): " + ', '.join(f"rho={rho:g} {nll:.4f} ({n} targets)"
                                                     for rho, (nll, n) in losses.items()))
         else:
-            ranks = layer_ranks(model, windows, pretraining.attention, tau, mask_ratio, seed, batch_size, device,
-                                progress)
+            ranks = layer_ranks(model, windows, attention, tau, mask_ratio, seed, batch_size, device, progress)
             print(f"rank_{tau:g} of token representations per layer, {path} ({pretraining.label}, "
-                  f"{pretraining.attention} attention; [MASK] ratio {mask_ratio:g}, BOS excluded)")
+                  f"{attention} attention; [MASK] ratio {mask_ratio:g}, BOS excluded)")
             print(f"{'layer':>5}" + ''.join(f"{name:>16}" for name in ranks))
             for layer in range(model.config.n_layer):
                 print(f"{layer + 1:5d}" + ''.join(f"{ranks[name][layer]:16d}" for name in ranks))

@@ -19,14 +19,14 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from checkpoint import (check_resume, checked_model_config, claim_run, gather_generators, read_checkpoint,
+from checkpoint import (check_resume, checked_model_config, claim_run, gather_generators, left_behind, read_checkpoint,
                         restore_generators, save_checkpoint)
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.sources import image_source, text_source
 from devices import (check_device, check_memory, micro_steps, peak_flops, pick_attn_backend, pick_compile,
-                     setup_processes, step_flops, step_memory, stop_on_signals)
+                     setup_processes, step_flops, step_memory, stop_on_signals, to_device)
 from model import Transformer
-from objectives import Objective, to_device
+from objectives import Objective
 from output import plot_log, progress as progress_bar
 from schedule import check_schedule, lr_at
 
@@ -209,13 +209,8 @@ def estimate_loss():
 
 # -----------------------------------------------------------------------------
 # checkpoints and preemption
-def left_behind():  # what a second signal, which exits at once, leaves in out_dir
-    if os.path.exists(last_path):
-        return f"{last_path} is intact: continue with --init_from=resume"
-    return "no checkpoint was written yet: start the run again" + \
-        (" with --overwrite=True" if any(map(os.path.exists, run_files)) else '')
-
-stop_signal = stop_on_signals(left_behind=left_behind)  # TERM / USR1 / INT: save and stop after this step
+# TERM / USR1 / INT: save and stop after this step; a second one exits at once, saying what out_dir holds then
+stop_signal = stop_on_signals(left_behind=lambda: left_behind(run_files))
 
 def save(paths):  # stream 0 as it was before the next step's first draw: see train_batch
     states, torch_rng = gather_generators([stream0_state] + [g.get_state() for g in streams[1:]], device)

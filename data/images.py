@@ -171,6 +171,24 @@ def resized_crop(images, boxes, flips, size):
     return F.grid_sample(images, grid, mode='bilinear', padding_mode='border', align_corners=False)
 
 # -----------------------------------------------------------------------------
+# images as the model's sequences: patches in raster order (ViT, MAE)
+
+def patchify(imgs, patch_size):
+    """(B, C, H, W) -> (B, N, C*p*p), patches in raster order."""
+    B, C, H, W = imgs.shape
+    p = patch_size
+    x = imgs.reshape(B, C, H // p, p, W // p, p)
+    return x.permute(0, 2, 4, 3, 5, 1).reshape(B, (H // p) * (W // p), p * p * C)
+
+
+def unpatchify(patches, patch_size, channels):
+    """(B, N, C*p*p) -> (B, C, H, W); the exact inverse of patchify for square images."""
+    B, N, _ = patches.shape
+    p, side = patch_size, math.isqrt(N)
+    x = patches.reshape(B, side, side, p, p, channels)
+    return x.permute(0, 5, 1, 3, 2, 4).reshape(B, channels, side * p, side * p)
+
+# -----------------------------------------------------------------------------
 # the data set object
 
 class ImageSet:

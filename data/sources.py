@@ -7,7 +7,6 @@ import torch
 
 from configurator import UsageError
 from data import dataset_dir
-from model import patchify
 
 
 def text_source(dataset, block_size, batch_size, train_tokens=0):
@@ -32,7 +31,7 @@ def text_source(dataset, block_size, batch_size, train_tokens=0):
 
 def image_source(dataset, image_size, patch_size, channels, batch_size, augment=True, flip=False):
     """A zero CLS slot, then the patches of a random image (MAE's random-resized-crop on train if augment)."""
-    from data.images import load_images
+    from data.images import load_images, patchify
     image_sets = {split: load_images(dataset, split) for split in ('train', 'val')}
     if image_sets['train'].channels != channels:
         raise UsageError(f"{dataset} has {image_sets['train'].channels} channels, config says channels={channels}")

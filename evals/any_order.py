@@ -22,7 +22,8 @@ from contextlib import nullcontext
 import torch
 
 from evals.ppl import mean_se, target_nll
-from objectives import bert_batch, to_device, two_stream_batch
+from devices import to_device
+from objectives import bert_batch, two_stream_batch
 
 DEFAULT_PASSES = 16  # forward passes per window for the bound: one per stratum of m
 WIDTH_STEP = 32      # batch widths rounded up to a multiple of this: few distinct shapes, so few flex recompiles

@@ -58,7 +58,11 @@ def join_pair(ids_a, ids_b, max_len, bos=SEPARATOR):
     return [bos] + list(ids_a[:len_a]) + [bos] + list(ids_b[:len_b])
 
 # -----------------------------------------------------------------------------
-# pooling, given the pretraining attention (objectives.Objective.attention)
+# pooling, given the pretraining attention
+
+def pretraining_attention(objective):
+    """How the content stream attended in pretraining: what features are read with (eval_glue.py, theory.py)."""
+    return 'bidirectional' if objective.kind.masked else 'causal'
 
 
 def resolve_pooling(pooling, style):

@@ -3,7 +3,7 @@ Next-token perplexity from a prefix only (Eq. 2), for a model trained with any o
 conditioning length k (Fig. 3). eval_ppl.py runs this over a corpus; the tests call it directly.
 
 Column k of a window's scores is -log p(x_{k+1} | BOS, x_1..x_k), k = 0..S-2. How a model reads the prefix follows
-from how it was trained (objectives.prefix_style / prefix_batch):
+from how it was trained (prefix_style / prefix_batch):
   causal             GPT: all k of a window in one causal pass
   groups             two-stream (dar, gvp, two-stream ar): the query at k+1 sees content 0..k; all k in one pass
   bert               one-stream masked: BOS + prefix + [MASK] at k+1, then nothing (bert_future='invisible') or
@@ -19,7 +19,8 @@ import torch.nn.functional as F
 
 from configurator import UsageError
 from data.text import with_bos
-from objectives import PAD_GROUP, causal_batch, gather_positions, model_batch, to_device, two_stream_batch
+from devices import to_device
+from objectives import PAD_GROUP, causal_batch, gather_positions, model_batch, two_stream_batch
 
 ROW_STYLES = ('bert', 'masked_two_stream')  # one row per prefix length: these need chunking and trimming
 BERT_FUTURES = ('invisible', 'mask')  # prefix_batch: what a one-stream BERT row holds after its target
@@ -27,6 +28,12 @@ DEFAULT_BUCKETS = (0, 1, 2, 4, 8, 16, 32, 64, 128)
 
 # -----------------------------------------------------------------------------
 # evaluation batches: next-token prediction from a prefix only (Eq. 2, Fig. 3)
+
+def prefix_style(objective):
+    """How a model pretrained with objective predicts x_{k+1} from x_1..x_k (also reconstruction, evals/vision.py)."""
+    if objective.kind.masked:
+        return 'masked_two_stream' if objective.two_stream else 'bert'
+    return 'causal' if objective.causal else 'groups'
 
 def prefix_batch(x, style, bert_future='invisible'):
     """A batch whose target rows predict x_{k+1} from BOS, x_1..x_k, for every k in 0..S-2. A masked model saw the

@@ -214,7 +214,8 @@ def masked_loss_by_ratio(model, windows, two_stream, ratios, seed=0, batch_size=
     (Thm 4.3's misalignment, measured). One seeded draw per ratio: one- and two-stream checkpoints are scored on the
     same masked positions (their batches draw the groups alike), i.e. on the same targets."""
     import torch
-    from objectives import Objective, to_device
+    from devices import to_device
+    from objectives import Objective
     losses = {}
     for rho in ratios:
         objective = Objective('mlm', mask_ratio=rho, two_stream=two_stream)

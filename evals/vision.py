@@ -19,7 +19,7 @@ from PIL import Image
 
 from output import atomic_write
 from configurator import UsageError
-from model import patchify, unpatchify
+from data.images import patchify, unpatchify
 from schedule import lr_at
 from objectives import PAD_GROUP, model_batch
 
@@ -28,6 +28,16 @@ HOLE_COLOR = (0.25, 0.45, 0.85)  # masked patches in the grid's middle column
 
 # -----------------------------------------------------------------------------
 # sequences and features
+
+def probe_groups(objective, N):
+    """(1 + N,) content group ids to encode frozen features with, in raster order: masked objectives (one
+    bidirectional visible group) all 0; sequential ones their groups in a fixed draw (GVP keeps the mask at linear
+    probing): ar every position its own group, dar groups of t, gvp its 'fixed' segmentation (Kind.probe_groups)."""
+    if not objective.kind.masked and objective.kind.probe_groups is None:
+        raise UsageError(f"objective {objective.name!r} has no probe_groups: set its Kind's in objectives.py")
+    groups = torch.zeros(N, dtype=torch.long) if objective.kind.masked else objective.kind.probe_groups(objective, N)
+    return torch.cat([torch.zeros(1, dtype=torch.long), groups])
+
 
 def to_sequence(pixels, patch_size):
     """(B, C, H, W) in [0, 1] -> (B, 1 + N, C*p*p): the zero CLS slot, then the patches in raster order."""

@@ -17,6 +17,7 @@ sys.path.insert(0, ROOT)
 
 from checkpoint import save_checkpoint
 from model import ModelConfig, Transformer
+from objectives import Objective
 
 if os.environ.get('PYTEST_XDIST_WORKER'):  # two workers on two cores: one thread each, no oversubscription
     torch.set_num_threads(1)
@@ -86,8 +87,10 @@ def make_checkpoint(path, objective='ar', input_kind='tokens', seed=0, train_con
                            n_groups=20, segmentation='mixed', bert_replace=False, dataset='tiny',
                            input_kind=input_kind, block_size=config.block_size, image_size=config.image_size,
                            patch_size=config.patch_size, channels=config.channels), **(train_config or {})}
-    save_checkpoint({'model': model.state_dict(), 'model_config': asdict(config), 'config': train_config,
-                     'iter': 0, 'best_val_loss': float('inf')}, path)
+    objective = dict(name=train_config['objective'], **{k: train_config[k] for k in Objective.__dataclass_fields__
+                                                        if k != 'name' and k in train_config})  # unchecked, as given
+    save_checkpoint({'model': model.state_dict(), 'model_config': asdict(config), 'objective': objective,
+                     'config': train_config, 'iter': 0, 'best_val_loss': float('inf')}, path)
     return str(path), model
 
 

@@ -1,7 +1,7 @@
 """Where a train.py run reads values of device tensors on the host, counted on a CPU. On a GPU each such read (.item(),
 float(), bool(), .tolist(), .cpu(), .numpy(), or an op whose output shape depends on values, like nonzero) makes the
 host wait until the device has run everything queued, and the device then idles while the host builds the next step.
-Device tensors: the model's parameters and buffers once moved, the batches train.py sends with objectives.to_device,
+Device tensors: the model's parameters and buffers once moved, the batches train.py sends with devices.to_device,
 what all_reduce reduces (NCCL reduces device tensors), and everything computed from them.
 
     with counting(peak=1e12) as reads: ...run train.py in this process...   # reads.reads: [(iter_num, function, op)]
@@ -24,7 +24,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import devices  # noqa: E402
-import objectives  # noqa: E402
 
 aten = torch.ops.aten
 VALUE_READS = {aten._local_scalar_dense.default, aten.nonzero.default, aten.masked_select.default, aten.equal.default,
@@ -68,7 +67,7 @@ def counting(peak=None, script='train.py'):
     """Count the script's host reads of device tensors while the block runs. peak: a made-up peak FLOP/s for
     devices.peak_flops to give on the CPU, so that the script counts FLOPs for MFU as it does on a GPU."""
     reads = HostReads(script)
-    to_device, module_to, all_reduce = objectives.to_device, torch.nn.Module.to, dist.all_reduce
+    to_device, module_to, all_reduce = devices.to_device, torch.nn.Module.to, dist.all_reduce
 
     def copy_to_device(batch, *args, **kwargs):  # a copy, as on a GPU: the host batch stays a host batch
         batch = to_device(batch, *args, **kwargs)
@@ -92,7 +91,7 @@ def counting(peak=None, script='train.py'):
             return method(tensor, *args, **kwargs)
         return read
 
-    patches = [(objectives, 'to_device', copy_to_device), (torch.nn.Module, 'to', move_module),
+    patches = [(devices, 'to_device', copy_to_device), (torch.nn.Module, 'to', move_module),
                (dist, 'all_reduce', reduce_on_device)]
     patches += [(torch.Tensor, name, reader(name, getattr(torch.Tensor, name))) for name in METHOD_READS]
     if peak:

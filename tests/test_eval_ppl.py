@@ -16,7 +16,7 @@ from checkpoint import save_checkpoint
 from conftest import (ROOT, make_checkpoint, one_error_line, random_tokens, run_in_process, run_script, script_error,
                       write_corpus)
 from data.text import BOS, iter_windows
-from evals.ppl import (bucket_table, gather_windows, score_windows, window_starts)
+from evals.ppl import bucket_table, gather_windows, prefix_style as evals_prefix_style, score_windows, window_starts
 from objectives import Objective
 
 VOCAB = 64                # small vocabularies keep the library tests fast
@@ -91,7 +91,7 @@ def test_batched_scores_equal_one_forward_per_prefix(tmp_path, style, objective,
 
 
 def prefix_style(train_config):
-    return Objective.from_config(train_config).prefix_style
+    return evals_prefix_style(Objective.from_config(train_config))
 
 
 def test_eval_style_follows_the_training_config():

@@ -128,7 +128,7 @@ def test_save_grid_writes_three_columns(tmp_path):
 
 
 def probe_groups(config):
-    return Objective.from_config(config).probe_groups(N_PATCHES)
+    return vision.probe_groups(Objective.from_config(config), N_PATCHES)
 
 
 def test_probe_groups_keep_the_pretraining_mask_in_raster_order():

@@ -344,3 +344,11 @@ def test_lpips_state_dict_matches_shipped_weights(lpips_alex, net):
     if net == 'vgg':
         with torch.no_grad():
             assert math.isclose(model(*smooth_pair()).item(), 0.2849003076553345, rel_tol=1e-4)
+
+
+def test_patchify_roundtrip_exact():
+    images = torch.rand(2, 3, 16, 16)
+    patches = imgs.patchify(images, 4)
+    assert patches.shape == (2, 16, 48)
+    assert torch.equal(imgs.unpatchify(patches, 4, 3), images)
+    assert torch.equal(patches[0, 1], images[0, :, 0:4, 4:8].permute(1, 2, 0).reshape(-1))  # raster order

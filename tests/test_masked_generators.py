@@ -3,8 +3,11 @@ import json
 import math
 import os
 
+import pytest
+
 from conftest import ROOT
 
+pytestmark = pytest.mark.record  # README quotes a committed record: make check-record
 RECORD = os.path.join(ROOT, 'experiments', 'masked-generators')
 
 

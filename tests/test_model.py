@@ -3,11 +3,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from checkpoint import load_checkpoint, save_checkpoint
+from checkpoint import Pretrained, load_checkpoint, save_checkpoint
 from conditioning import conditioning_sets, target_positions
 from conftest import needs_compiler, random_tokens
 from devices import open_pairs
-from model import ModelConfig, Transformer, dense_mask, patchify, unpatchify
+from data.images import patchify
+from model import ModelConfig, Transformer, dense_mask
 from objectives import PAD_GROUP, Objective, groups_from_sizes
 
 S = 11
@@ -314,14 +315,6 @@ def test_norm_pix_loss_targets():
 # -----------------------------------------------------------------------------
 # patches
 
-def test_patchify_roundtrip_exact():
-    imgs = torch.rand(2, 3, 16, 16)
-    patches = patchify(imgs, 4)
-    assert patches.shape == (2, 16, 48)
-    assert torch.equal(unpatchify(patches, 4, 3), imgs)
-    assert torch.equal(patches[0, 1], imgs[0, :, 0:4, 4:8].permute(1, 2, 0).reshape(-1))  # raster order
-
-
 def test_image_not_divisible_by_patch():
     with pytest.raises(ValueError, match='not divisible'):
         ModelConfig(input_kind='patches', image_size=30, patch_size=4)
@@ -352,6 +345,8 @@ def test_checkpoint_roundtrip_and_errors(tmp_path):
     batch = Objective('ar').batch(token_batch(), torch.Generator())
     with torch.no_grad():
         assert torch.equal(loaded(**batch)[0], model(**batch)[0])
+    with pytest.raises(ValueError, match='not written by train.py'):  # weights, but no objective to read them by
+        Pretrained(path, 'tokens')
     with pytest.raises(ValueError, match='does not exist'):
         load_checkpoint(tmp_path / 'missing.pt')
     (tmp_path / 'corrupt.pt').write_bytes(path.read_bytes()[:100])

@@ -14,8 +14,10 @@ import torch
 import objectives
 from conditioning import conditioning_sets, target_positions
 from conftest import ROOT, random_tokens, run_in_process, write_corpus
-from evals.ppl import prefix_batch
-from objectives import (PAD_GROUP, Kind, Objective, dar_sizes, groups_from_sizes, gvp_sizes, masked_count, masked_sizes,
+from evals.glue import pretraining_attention
+from evals.ppl import prefix_batch, prefix_style
+from evals.vision import probe_groups
+from objectives import (PAD_GROUP, Kind, Objective, dar_sizes, gvp_sizes, masked_count, masked_sizes,
                         visiting_order)
 
 S = 13  # BOS + 12 positions
@@ -110,7 +112,7 @@ def test_gvp_sets_are_nested_along_a_random_order():
 @pytest.mark.parametrize('style,objective,two_stream', [('causal', 'ar', False), ('groups', 'dar', True),
                                                         ('bert', 'mlm', False), ('masked_two_stream', 'vm', True)])
 def test_prefix_batches_condition_on_the_prefix_only(style, objective, two_stream):
-    assert Objective(objective, two_stream=two_stream).prefix_style == style
+    assert prefix_style(Objective(objective, two_stream=two_stream)) == style
     batch = prefix_batch(tokens(B=2), style)
     positions = target_positions(batch)
     for b, rows in enumerate(conditioning_sets(batch)):
@@ -285,14 +287,14 @@ def test_a_new_sequential_objective_is_one_entry_in_kinds(tmp_path, tiny_corpus,
                  probe_groups=lambda objective, N: torch.arange(N) // 2 + 1)
     monkeypatch.setitem(objectives.KINDS, 'pairs', pairs)
     toy = Objective('pairs')
-    assert (toy.two_stream, toy.causal, toy.attention, toy.prefix_style, toy.label) == (
+    assert (toy.two_stream, toy.causal, pretraining_attention(toy), prefix_style(toy), toy.label) == (
         True, False, 'causal', 'groups', 'pairs')
     with pytest.raises(ValueError, match='needs the two-stream model'):
         Objective('pairs', two_stream=False)
     for (b, p), cond in sets_by_position(toy.batch(tokens(), torch.Generator().manual_seed(0))).items():
         first_of_pair = p - (p - 1) % 2
         assert cond == set(range(first_of_pair)), (p, cond)  # BOS and the earlier pairs, never its own pair
-    assert toy.probe_groups(6).tolist() == [0, 1, 1, 2, 2, 3, 3]
+    assert probe_groups(toy, 6).tolist() == [0, 1, 1, 2, 2, 3, 3]
     assert train_and_score(tmp_path, tiny_corpus, 'pairs')['style'] == 'groups'
 
 
@@ -316,7 +318,7 @@ def test_span_masking_is_one_entry_in_kinds(tmp_path, tiny_corpus, monkeypatch, 
     """The README's recipe for a new masked objective: a groups hook (0 visible, 1 masked) and its defaults."""
     monkeypatch.setitem(objectives.KINDS, 'span', Kind(groups=span_groups, masked=True, defaults=dict(mask_ratio=0.3)))
     span = Objective('span', two_stream=two_stream).check(S)
-    assert span.label == 'span 0.3' + ' two-stream' * two_stream and span.attention == 'bidirectional'
+    assert span.label == 'span 0.3' + ' two-stream' * two_stream and pretraining_attention(span) == 'bidirectional'
     batch = span.batch(tokens(B=16), torch.Generator().manual_seed(0))
     masked_sets = {}
     for (b, p), cond in sets_by_position(batch).items():  # a masked token sees every visible one, no masked one
@@ -424,9 +426,9 @@ def test_mdlm_loss_weights_every_sequence_alike(two_stream):
     assert not torch.allclose(loss, nll.sum() / n_masked.sum())
 
 
-def test_python_objectives_prints_the_masks_the_readme_shows(capsys):
-    """`python objectives.py` draws every objective; the README's picture of dar is its output, verbatim."""
-    run_in_process('objectives.py')
+def test_python_mask_picture_prints_the_masks_the_readme_shows(capsys):
+    """`python mask_picture.py` draws every objective; the README's picture of dar is its output, verbatim."""
+    run_in_process('mask_picture.py')
     printed = capsys.readouterr().out
     for name in ('ar', 'dar t=2', 'mlm 0.34', 'vm [0.15, 0.3] two-stream', 'mdlm two-stream', 'gvp K=3 mixed'):
         assert f"\n{name}   (columns" in '\n' + printed, name

@@ -233,6 +233,7 @@ def test_a_smoke_run_refuses_the_record(tmp_path):
 
 
 
+@pytest.mark.record
 def test_the_readme_quotes_b5_and_the_registration_commit(tmp_path):
     """experiments/README.md quotes B5 word for word, and the commit it names holds this registration unchanged."""
     from experiments.data_constrained import registered
@@ -258,6 +259,7 @@ def test_the_record_regenerates_its_tables_and_curves(tmp_path):
         assert (tmp_path / name).read_bytes() == open(os.path.join(RECORD, name), 'rb').read(), name
 
 
+@pytest.mark.record
 def test_the_readme_verdicts_are_the_records():
     """experiments/README.md's verdict for each of B1-B5 is the one tables.md draws from the record."""
     tables = open(os.path.join(RECORD, 'tables.md')).read().split('as registered (reproduce_rope.sh')[1]

@@ -191,6 +191,7 @@ def test_the_committed_record_regenerates_byte_for_byte(tmp_path):
         assert (tmp_path / name).read_bytes() == open(os.path.join(record, name), 'rb').read(), name
 
 
+@pytest.mark.record
 def test_experiments_readme_quotes_the_record():
     """experiments/README.md's table of samplers: each cell is tables.md's judge NLL for that model, sampler and step
     size."""

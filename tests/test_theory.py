@@ -249,7 +249,7 @@ def test_checkpoint_commands(tmp_path, capsys):
         ckpts[objective] = tmp_path / objective / 'ckpt.pt'
         ckpts[objective].parent.mkdir()
         save_checkpoint({'model': model.state_dict(), 'model_config': asdict(config),
-                         'config': {'objective': objective}, 'iter': 0}, ckpts[objective])
+                         'objective': {'name': objective}, 'iter': 0}, ckpts[objective])
     ckpt = ckpts['mlm']
     data_dir = tmp_path / 'data'
     data_dir.mkdir()

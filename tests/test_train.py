@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
+from checkpoint import left_behind, load_checkpoint, read_checkpoint, save_checkpoint
 from configurator import read_config
 from conftest import ROOT, one_error_line, run_in_process, run_script, script_error, write_corpus
 
@@ -326,13 +326,14 @@ def test_a_start_killed_before_its_first_checkpoint_restarts_with_one_command(tm
     """A second Ctrl-C before the first evaluation leaves a log and no checkpoint: the exit line says so (not that a
     checkpoint is intact), resume and a plain restart each name --overwrite=True, and that command runs."""
     out = tmp_path / 'out'
-    state = train_here(out, tiny_corpus, '--max_iters=0')  # what train.py says when a second signal stops it now
-    assert 'no checkpoint was written' in state['left_behind']() and 'overwrite' not in state['left_behind']()
+    run_files = train_here(out, tiny_corpus, '--max_iters=0')['run_files']
+    said = lambda: left_behind(run_files)  # noqa: E731 (what train.py says when a second signal stops it now)
+    assert 'no checkpoint was written' in said() and 'overwrite' not in said()
     train_here(out, tiny_corpus, '--max_iters=2', '--eval_interval=2')
-    assert 'is intact' in state['left_behind']() and 'init_from=resume' in state['left_behind']()
+    assert 'is intact' in said() and 'init_from=resume' in said()
     for name in ('ckpt_last.pt', 'ckpt_best.pt', 'loss.png', 'loss.csv'):  # as a killed start leaves it: a log only
         (out / name).unlink()
-    assert 'no checkpoint was written' in state['left_behind']() and '--overwrite=True' in state['left_behind']()
+    assert 'no checkpoint was written' in said() and '--overwrite=True' in said()
     for args in ([], ['--init_from=resume']):
         message = train_error(out, tiny_corpus, '--max_iters=2', *args)
         assert '--overwrite=True' in message and '--init_from=resume' not in message, message

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from conftest import ROOT
+from evals.vision import probe_groups
 
 from experiments import vision
 from experiments.data_constrained import one_sided_p
@@ -65,6 +66,7 @@ def test_the_registered_mdes_follow_from_the_registered_spreads():
         assert f"{per_sd * c['sd']:.{decimals}f}" == c['mde_text'], c['name']
 
 
+@pytest.mark.record
 def test_the_readme_quotes_the_registration_word_for_word():
     hypotheses, _, _ = vision.registered()
     readme = ' '.join(open(os.path.join(ROOT, 'experiments', 'README.md')).read().replace('\n> ', ' ').split())
@@ -92,7 +94,7 @@ def test_t_one_of_table_9_is_the_ar_run():
     assert ar.keys() == dar.keys()
     for key in ar:
         assert torch.equal(ar[key], dar[key]) if torch.is_tensor(ar[key]) else ar[key] == dar[key], key
-    assert torch.equal(Objective('ar', two_stream=True).probe_groups(16), Objective('dar', t=1).probe_groups(16))
+    assert torch.equal(probe_groups(Objective('ar', two_stream=True), 16), probe_groups(Objective('dar', t=1), 16))
 
 # -----------------------------------------------------------------------------
 # synthetic records
@@ -292,6 +294,7 @@ def test_the_record_regenerates_its_tables(tmp_path):
             assert (tmp_path / name).read_bytes() == open(os.path.join(RECORD, name), 'rb').read(), name
 
 
+@pytest.mark.record
 def test_the_readmes_quote_the_record():
     """experiments/README.md holds tables.md's row of every registered comparison and its verdicts; README.md's image
     rows carry tables.md's numbers."""
