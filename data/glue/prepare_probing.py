@@ -53,7 +53,8 @@ SOURCES = {"plays": ("shakespeare_bytes", "python data/shakespeare/prepare.py --
            "wikipedia": ("wikipedia_bytes", "python data/wikipedia/prepare.py --tokenizer=bytes")}
 SWAPPABLE = re.compile(r"[A-Za-z']+")   # a word bigram shift may move: no punctuation travels with it
 REPLACEABLE = re.compile(r"[a-z]{3,}")  # a word somo may replace, and the vocabulary it draws from
-NAME_LINE = re.compile(r"[A-Z][A-Za-z'.-]*( [A-Za-z'.&-]+){0,4}:")  # 'DUKE ORSINO:', 'Captain:', 'First Officer:'
+# a speaker line, every word capitalised: 'DUKE ORSINO:', 'Captain:', 'DUKE OF VENICE & Senator:'; not 'And so:'
+NAME_LINE = re.compile(r"[A-Z][A-Za-z'.-]*( (&|[A-Z][A-Za-z'.-]*)){0,4}:")
 
 # -----------------------------------------------------------------------------
 # default config
