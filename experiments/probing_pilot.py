@@ -61,7 +61,8 @@ def decide(ar, random, majority):
     differences = [ar[s] - random[s] for s in seeds]
     if len(seeds) < N_PILOT:
         return differences, None, 'not decided'
-    mde = minimum_detectable_effect(np.std(differences, ddof=1), N_REGISTERED)
+    sd = float(np.std(differences, ddof=1))
+    mde = minimum_detectable_effect(sd, N_REGISTERED) if sd > 0 else 0.0  # no spread: any effect is detected
     above = np.mean([ar[s] for s in seeds]) >= majority + MARGIN and np.mean(differences) >= MARGIN
     return differences, mde, 'yes' if above and mde <= MAX_MDE else 'no'
 
