@@ -102,8 +102,10 @@ def play_words(text):
         speech = max(speech, 0)
         lowercase = sum(line[0].islower() for line in lines[1:])
         kind = -1 if len(lines) < 3 else 0 if lowercase == 0 else 1 if 2 * lowercase >= len(lines) - 1 else -1
-        for word in " ".join(lines).split():
-            words.append(word), speaker.append(speech), verse.append(kind)
+        block = " ".join(lines).split()
+        words += block
+        speaker += [speech] * len(block)
+        verse += [kind] * len(block)
     return words, np.array(speaker), np.array(verse)
 
 
