@@ -18,6 +18,7 @@ from experiments.stats import mean_std, minimum_detectable_effect
 from output import atomic_write
 
 MARGIN, MAX_MDE, N_REGISTERED, N_PILOT = 8.0, 2.0, 5, 3  # the rule in README.md
+DEFAULT_LR, MIN_GAIN = '1e-3', 2.0  # the protocol rule: the offline suite's lr unless another beats it by 2 points
 SUITE_LINE = re.compile(r"(\w+)\s+train\s+(\d+)\s+dev\s+(\d+)\s+labels\s+(\d+)\s+majority\s+([\d.]+)%")
 
 
@@ -55,6 +56,23 @@ def load(res):
     return rows, costs
 
 
+def protocol(res):
+    """{lr: (ar, random)} bigram-shift accuracies of the protocol runs (the first seed, 2 epochs at each lr)."""
+    out = {}
+    for path in glob.glob(os.path.join(res, 'protocol', '*', '*', 'finetune-bigram_shift-lr*.json')):
+        arm, lr = os.path.basename(os.path.dirname(os.path.dirname(path))).split('-')[0], path[:-5].rsplit('-lr', 1)[1]
+        out.setdefault(lr, {})[arm] = json.load(open(path))['runs'][0]['results']['bigram_shift']['accuracy']
+    return {lr: (arms['ar'], arms['random']) for lr, arms in out.items() if len(arms) == 2}
+
+
+def pick(res):
+    """The fine-tune's learning rate by README.md's rule: the largest ar - random on the first seed's bigram shift,
+    if it beats DEFAULT_LR's by MIN_GAIN points; else DEFAULT_LR."""
+    gains = {lr: ar - random for lr, (ar, random) in protocol(res).items()}
+    best = max(gains, key=lambda lr: (gains[lr], lr == DEFAULT_LR)) if gains else DEFAULT_LR
+    return best if best != DEFAULT_LR and gains[best] >= gains.get(DEFAULT_LR, -100.0) + MIN_GAIN else DEFAULT_LR
+
+
 def decide(ar, random, majority):
     """(paired differences, mde or None, 'yes' / 'no' / 'not decided') by the rule of README.md."""
     seeds = sorted(set(ar) & set(random))
@@ -79,7 +97,7 @@ def report(res):
              "the rule (`entered`) is README.md's, stated before any run. Dev accuracy (%), mean ± std over the seeds "
              f"(how many in brackets), seeds {', '.join(map(str, seeds)) or '–'}. ar: config/ar_shakespeare_bytes.py "
              "(4 x 128, rotary, 1200 steps); random: that run's initialisation; fine-tune config/glue_probing.py "
-             "(2 epochs, lr 1e-3), probe config/linprobe_glue_probing.py; bag of bytes: the same probe on byte "
+             "(2 epochs, the protocol's learning rate, below), probe config/linprobe_glue_probing.py; bag of bytes: the same probe on byte "
              "1- to 3-gram counts. ar - random: paired by seed; MDE: its minimum detectable effect at 5 seeds "
              "(experiments/stats.py, one-sided paired t-test, 0.05, 80% power).", "",
              "| task | train / dev | majority | bag of bytes | random fine-tune | random probe | ar fine-tune | "
@@ -102,6 +120,10 @@ def report(res):
         for (arm, mode, name), values in sorted(acc.items()):
             if name == task:
                 writer.writerows([task, arm, mode, seed, f'{value:.2f}'] for seed, value in sorted(values.items()))
+    runs = protocol(res)
+    lines += ["", f"Protocol (README.md's rule; the first seed's bigram shift, 2 epochs): learning rate {pick(res)}. "
+              "ar / random-init fine-tuned at each: " + "; ".join(f"{lr} {ar:.1f} / {random:.1f}" for lr, (ar, random)
+                                                                in sorted(runs.items(), key=lambda item: float(item[0])))]
     lines += ["", "CPU minutes a run (user + system, one thread; mean over the runs recorded, how many in brackets):", ""]
     lines += [f"- {kind}: {np.mean(values) / 60:.1f} ({len(values)})" for kind, values in sorted(costs.items())]
     atomic_write(os.path.join(res, 'pilot.csv'), table.getvalue())

@@ -22,6 +22,7 @@ SEEDS=${SEEDS:-"2100 2101 2102"}
 STEPS=${STEPS:-1200}
 JOBS=${JOBS:-1}  # 2 only while nobody else computes on the two cores
 SMOKE=${SMOKE:-0}
+LRS="1e-3 3e-4 1e-4"  # the fine-tune's learning rates tried, 2 epochs each: README.md's protocol rule
 check_env PYTHON OUT RES SEEDS STEPS JOBS SMOKE
 if [ "$RES" = experiments/probing-pilot ] && [ "$SMOKE" != 0 ]; then
     echo "probing_pilot.sh: SMOKE=1 writes a smoke run: give it its own RES= and OUT=" >&2
@@ -79,10 +80,23 @@ probe() {  # probe SEED: the linear probe of the run and of its initialisation, 
     local ckpt=$OUT/ar-$STEPS/$1/ckpt_best.pt
     evaluate "ar-$STEPS" "$1" "$ckpt" "$PROBE" linprobe && evaluate random-0 "$1" "random:$ckpt" "$PROBE" linprobe
 }
-export -f timed evaluate pretrain finetune probe run_failed
-# every seed's pretraining first, then task by task over the seeds (a stop leaves whole tasks decided), the probes last
+protocol() {  # protocol LR: the first seed's run and its initialisation fine-tuned on bigram shift at LR, in protocol/
+    local seed=${SEEDS%% *} ckpt
+    ckpt=$OUT/ar-$STEPS/$seed/ckpt_best.pt
+    RES=$RES/protocol evaluate "ar-$STEPS" "$seed" "$ckpt" "$FINETUNE --learning_rate=$1" "finetune-bigram_shift-lr$1" \
+        bigram_shift && RES=$RES/protocol evaluate random-0 "$seed" "random:$ckpt" "$FINETUNE --learning_rate=$1" \
+        "finetune-bigram_shift-lr$1" bigram_shift
+}
+export -f timed evaluate pretrain finetune probe protocol run_failed
+# every seed's pretraining first, the protocol's learning rate, then task by task over the seeds (a stop leaves whole
+# tasks decided), the probes last
 status=0
 printf '%s\n' $SEEDS | xargs -P "$JOBS" -L 1 bash -c 'pretrain "$0"' || status=$?
+printf '%s\n' $LRS | xargs -P "$JOBS" -L 1 bash -c 'protocol "$0"' || exit 1
+LR=$($PYTHON -c "from experiments.probing_pilot import pick; print(pick('$RES'))")
+echo "fine-tuning at learning_rate=$LR"
+FINETUNE+=" --learning_rate=$LR"
+export FINETUNE
 for task in $TASKS; do for seed in $SEEDS; do echo "$task $seed"; done; done |
     xargs -P "$JOBS" -L 1 bash -c 'finetune "$0" "$1"' || status=$?
 printf '%s\n' $SEEDS | xargs -P "$JOBS" -L 1 bash -c 'probe "$0"' || status=$?
