@@ -77,3 +77,17 @@ def test_script_refuses_a_smoke_run_into_the_record():
     result = subprocess.run(['bash', 'experiments/probing_pilot.sh'], cwd=ROOT, capture_output=True, text=True,
                             env={**os.environ, 'SEEDS': '2100 2100'}, timeout=60)
     assert result.returncode == 2 and "SEEDS=" in result.stderr and 'each once' in result.stderr
+
+
+@pytest.mark.parametrize("accuracies,picked", [
+    ({'1e-3': (50.0, 50.0), '3e-4': (58.0, 51.0), '1e-4': (55.0, 50.0)}, '3e-4'),  # +7 against 1e-3's 0
+    ({'1e-3': (56.0, 50.0), '3e-4': (57.0, 49.5), '1e-4': (52.0, 50.0)}, '1e-3'),  # +7.5 is not 2 above +6
+    ({}, '1e-3'),                                                                    # nothing run: the default
+])
+def test_protocol_pick(tmp_path, accuracies, picked):
+    for lr, (ar, random) in accuracies.items():
+        write_run(tmp_path / 'protocol' / 'ar-1200' / '2100', f'finetune-bigram_shift-lr{lr}', 'finetune',
+                  {'bigram_shift': ar})
+        write_run(tmp_path / 'protocol' / 'random-0' / '2100', f'finetune-bigram_shift-lr{lr}', 'finetune',
+                  {'bigram_shift': random})
+    assert pp.protocol(str(tmp_path)) == accuracies and pp.pick(str(tmp_path)) == picked
