@@ -59,7 +59,7 @@ def load(res):
 def protocol(res):
     """{lr: (ar, random)} bigram-shift accuracies of the protocol runs (the first seed, 2 epochs at each lr)."""
     out = {}
-    for path in glob.glob(os.path.join(res, 'protocol', '*', '*', 'finetune-bigram_shift-lr*.json')):
+    for path in glob.glob(os.path.join(res, 'protocol', 'runs', '*', '*', 'finetune-bigram_shift-lr*.json')):
         arm, lr = os.path.basename(os.path.dirname(os.path.dirname(path))).split('-')[0], path[:-5].rsplit('-lr', 1)[1]
         out.setdefault(lr, {})[arm] = json.load(open(path))['runs'][0]['results']['bigram_shift']['accuracy']
     return {lr: (arms['ar'], arms['random']) for lr, arms in out.items() if len(arms) == 2}

@@ -44,7 +44,7 @@ if [ ! -f "$SUITE/somo/dev.tsv" ] || [ ! -f "$RES/suite.txt" ]; then
     $PYTHON data/glue/prepare_probing.py $SIZES --out_dir="$SUITE" | grep -v '^wrote' | tee "$RES/suite.txt"
 fi
 TASKS=$($PYTHON -c "from data.glue_tasks import PROBING_TASKS; print(' '.join(PROBING_TASKS))")
-export PYTHON OUT RES STEPS SUITE FINETUNE PROBE TASKS TRAIN
+export PYTHON OUT RES SEEDS STEPS SUITE FINETUNE PROBE TASKS TRAIN
 
 timed() {  # timed KEEP NAME CMD...: run CMD, its CPU seconds kept as KEEP/NAME.time
     /usr/bin/time -f "cpu_s %U %S wall_s %e" -o "$1/$2.time.tmp" "${@:3}" && mv "$1/$2.time.tmp" "$1/$2.time"

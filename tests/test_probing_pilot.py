@@ -86,8 +86,8 @@ def test_script_refuses_a_smoke_run_into_the_record():
 ])
 def test_protocol_pick(tmp_path, accuracies, picked):
     for lr, (ar, random) in accuracies.items():
-        write_run(tmp_path / 'protocol' / 'ar-1200' / '2100', f'finetune-bigram_shift-lr{lr}', 'finetune',
+        write_run(tmp_path / 'protocol' / 'runs' / 'ar-1200' / '2100', f'finetune-bigram_shift-lr{lr}', 'finetune',
                   {'bigram_shift': ar})
-        write_run(tmp_path / 'protocol' / 'random-0' / '2100', f'finetune-bigram_shift-lr{lr}', 'finetune',
+        write_run(tmp_path / 'protocol' / 'runs' / 'random-0' / '2100', f'finetune-bigram_shift-lr{lr}', 'finetune',
                   {'bigram_shift': random})
     assert pp.protocol(str(tmp_path)) == accuracies and pp.pick(str(tmp_path)) == picked
