@@ -97,8 +97,9 @@ def report(res):
              "the rule (`entered`) is README.md's, stated before any run. Dev accuracy (%), mean ± std over the seeds "
              f"(how many in brackets), seeds {', '.join(map(str, seeds)) or '–'}. ar: config/ar_shakespeare_bytes.py "
              "(4 x 128, rotary, 1200 steps); random: that run's initialisation; fine-tune config/glue_probing.py "
-             "(2 epochs, the protocol's learning rate, below), probe config/linprobe_glue_probing.py; bag of bytes: the same probe on byte "
-             "1- to 3-gram counts. ar - random: paired by seed; MDE: its minimum detectable effect at 5 seeds "
+             "(2 epochs, the protocol's learning rate, below), probe config/linprobe_glue_probing.py; bag of bytes: "
+             "the same probe on byte 1- to 3-gram counts. ar - random: paired by seed; MDE: its minimum detectable "
+             "effect at 5 seeds "
              "(experiments/stats.py, one-sided paired t-test, 0.05, 80% power).", "",
              "| task | train / dev | majority | bag of bytes | random fine-tune | random probe | ar fine-tune | "
              "ar probe | ar - random (fine-tune) | ar's sd | MDE at 5 seeds | entered |",
@@ -120,11 +121,11 @@ def report(res):
         for (arm, mode, name), values in sorted(acc.items()):
             if name == task:
                 writer.writerows([task, arm, mode, seed, f'{value:.2f}'] for seed, value in sorted(values.items()))
-    runs = protocol(res)
+    tried = sorted(protocol(res).items(), key=lambda item: float(item[0]))
     lines += ["", f"Protocol (README.md's rule; the first seed's bigram shift, 2 epochs): learning rate {pick(res)}. "
-              "ar / random-init fine-tuned at each: " + "; ".join(f"{lr} {ar:.1f} / {random:.1f}" for lr, (ar, random)
-                                                                in sorted(runs.items(), key=lambda item: float(item[0])))]
-    lines += ["", "CPU minutes a run (user + system, one thread; mean over the runs recorded, how many in brackets):", ""]
+              "ar / random-init fine-tuned at each: " + "; ".join(f"{lr} {a:.1f} / {r:.1f}" for lr, (a, r) in tried),
+              "", "CPU minutes a run (user + system, one thread; mean over the runs recorded, how many in brackets):",
+              ""]
     lines += [f"- {kind}: {np.mean(values) / 60:.1f} ({len(values)})" for kind, values in sorted(costs.items())]
     atomic_write(os.path.join(res, 'pilot.csv'), table.getvalue())
     atomic_write(os.path.join(res, 'tables.md'), '\n'.join(lines) + '\n')

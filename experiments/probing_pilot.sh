@@ -57,7 +57,8 @@ evaluate() {  # evaluate ARM SEED CKPT CONFIG NAME [TASK]: one eval_glue.py run,
     [ -n "${6:-}" ] && tasks=(--tasks="$6")
     # shellcheck disable=SC2086
     timed "$keep" "$5" $PYTHON eval_glue.py $4 --ckpt="$3" --seeds="$2" --glue_dir="$SUITE" "${tasks[@]}" \
-        --out_dir="$dir" --overwrite=True --progress=False > "$dir.txt" 2>&1 || { run_failed "$1 $2 $5" "$dir.txt"; return 1; }
+        --out_dir="$dir" --overwrite=True --progress=False > "$dir.txt" 2>&1 ||
+        { run_failed "$1 $2 $5" "$dir.txt"; return 1; }
     cp "$dir"/glue_*.json "$keep/$5.json"
 }
 pretrain() {  # pretrain SEED: ar by the byte recipe, unless its log is recorded
@@ -65,8 +66,9 @@ pretrain() {  # pretrain SEED: ar by the byte recipe, unless its log is recorded
     [ -f "$keep/log.jsonl" ] && return 0
     mkdir -p "$keep" "$(dirname "$dir")"
     # shellcheck disable=SC2086
-    timed "$keep" pretrain $PYTHON train.py config/ar_shakespeare_bytes.py --max_iters="$STEPS" --lr_decay_iters="$STEPS" \
-        --progress=False --seed="$1" --overwrite=True --out_dir="$dir" $TRAIN > "$dir.txt" 2>&1 ||
+    timed "$keep" pretrain $PYTHON train.py config/ar_shakespeare_bytes.py --max_iters="$STEPS" \
+        --lr_decay_iters="$STEPS" --progress=False --seed="$1" --overwrite=True --out_dir="$dir" $TRAIN \
+        > "$dir.txt" 2>&1 ||
         { run_failed "ar $1 pretraining" "$dir.txt"; return 1; }
     cp "$dir/log.jsonl" "$keep/log.jsonl"
     echo "done: pretraining $1"
@@ -95,6 +97,13 @@ printf '%s\n' $SEEDS | xargs -P "$JOBS" -L 1 bash -c 'pretrain "$0"' || status=$
 printf '%s\n' $LRS | xargs -P "$JOBS" -L 1 bash -c 'protocol "$0"' || exit 1
 LR=$($PYTHON -c "from experiments.probing_pilot import pick; print(pick('$RES'))")
 echo "fine-tuning at learning_rate=$LR"
+for arm in "ar-$STEPS" random-0; do  # the protocol's runs at the picked rate are the first seed's bigram shift runs
+    from=$RES/protocol/runs/$arm/${SEEDS%% *}/finetune-bigram_shift-lr$LR to=$RES/runs/$arm/${SEEDS%% *}
+    if [ -f "$from.json" ] && [ ! -f "$to/finetune-bigram_shift.json" ]; then
+        mkdir -p "$to" && cp "$from.time" "$to/finetune-bigram_shift.time" &&
+            cp "$from.json" "$to/finetune-bigram_shift.json"
+    fi
+done
 FINETUNE+=" --learning_rate=$LR"
 export FINETUNE
 for task in $TASKS; do for seed in $SEEDS; do echo "$task $seed"; done; done |

@@ -129,7 +129,8 @@ def test_missing_corpus_is_one_line_naming_the_prepare_command(tmp_path, data_di
     with pytest.raises(UsageError, match=r"prepare\.py --tokenizer=bytes"):
         pp.load_sources(str(tmp_path))
     result = run_script("data/glue/prepare_probing.py", f"--data_dir={tmp_path}", f"--out_dir={tmp_path / 'out'}")
-    one_error_line(result, "shakespeare_bytes/val.bin is missing", "python data/shakespeare/prepare.py --tokenizer=bytes")
+    one_error_line(result, "shakespeare_bytes/val.bin is missing",
+                   "python data/shakespeare/prepare.py --tokenizer=bytes")
 
 
 def test_script_writes_the_layout_eval_glue_reads(tmp_path, data_dir):
