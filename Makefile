@@ -2,8 +2,8 @@
 PYTHON ?= python
 PIP = $(PYTHON) -m pip install -q --disable-pip-version-check
 
-.PHONY: setup setup-test data demo test check-record gpu-check theory images glue-offline reproduce reproduce-bytes \
-	masked-generators data-constrained vision data-constrained-rope reproduce-rope sample-quality clean
+.PHONY: setup setup-test data demo test check-record gpu-check theory images glue-offline glue-probing reproduce \
+	reproduce-bytes masked-generators data-constrained vision data-constrained-rope reproduce-rope sample-quality clean
 
 # torch 2.13.0 only when no torch is present: an unpinned resolve pulls several GB of CUDA packages
 setup:
@@ -73,6 +73,10 @@ images: setup
 
 glue-offline: setup
 	$(PYTHON) data/glue/prepare_offline.py
+
+# the probing suite: windows of the held-out plays and of Wikipedia, from the byte corpora `make data` prepares
+glue-probing: data
+	$(PYTHON) data/glue/prepare_probing.py
 
 # the paper reproduction, experiments/README.md (GPT-2 BPE, 3 seeds: about 2.5 h on 2 CPU cores)
 reproduce: setup

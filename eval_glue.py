@@ -7,8 +7,9 @@ $ python eval_glue.py config/glue_sane.py --ckpt=out-ar/ckpt_best.pt --ckpt=out-
 $ python eval_glue.py config/glue_offline.py --ckpt=out-shakespeare/ckpt_best.pt --tasks=polarity,hedge
 $ python eval_glue.py config/linprobe_glue_offline.py --ckpt=out-shakespeare/ckpt_best.pt
 $ torchrun --standalone --nproc_per_node=8 eval_glue.py config/glue_sane.py --ckpt=...   # (task, seed) jobs over GPUs
-Beside them, where the input stands (evals/baselines.py): --ckpt=bag_of_words (linprobe only: the same probe on word
-counts) and --ckpt=random:out-shakespeare/ckpt_best.pt (that run's model at initialisation).
+Beside them, where the input stands (evals/baselines.py): --ckpt=bag_of_words and --ckpt=bag_of_bytes (linprobe only:
+the same probe on word counts, or byte 1- to 3-gram counts) and --ckpt=random:out-shakespeare/ckpt_best.pt (that run's
+model at initialisation).
 Data: python data/glue/prepare.py (GLUE, needs a network) or python data/glue/prepare_offline.py (offline suite).
 """
 import json
@@ -26,7 +27,7 @@ from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import glue_tasks
 from data.text import TOKENIZERS, get_tokenizer
 from devices import pick_attn_backend, setup_processes
-from evals.baselines import RANDOM, bag_of_words, open_model, word_vocabulary
+from evals.baselines import RANDOM, bag_of_bytes, bag_of_words, ngram_vocabulary, open_model, word_vocabulary
 from evals.glue import (STYLES, TextClassifier, encode_rows, fit_least_squares, fit_logistic, join_pair,
                         length_batches, pad_batch, pretraining_attention, resolve_pooling)
 from schedule import lr_at
@@ -126,14 +127,15 @@ def token_ids(task, split, info):
 
 # -----------------------------------------------------------------------------
 # checkpoints: how each one attends and pools
+BAGS = {'bag_of_words': 'word counts', 'bag_of_bytes': 'byte n-gram counts'}
 pretrained, models = [], []
 for path in ckpt:
-    if path == 'bag_of_words':  # the input baseline: no model, the probe reads word counts
+    if path in BAGS:  # the input baselines: no model, the probe reads word or byte n-gram counts
         if mode != 'linprobe':
-            raise UsageError("--ckpt=bag_of_words has no model to fine-tune: it is the linear probe on word counts "
+            raise UsageError(f"--ckpt={path} has no model to fine-tune: it is the linear probe on {BAGS[path]} "
                              "(mode=linprobe); for a model without pretraining use --ckpt=random:<checkpoint>")
         pretrained.append(None)
-        models.append(dict(path=path, objective='bag of words', style='none', pooling='none'))
+        models.append(dict(path=path, objective=path.replace('_', ' '), style='none', pooling='none'))
         continue
     checkpoint = open_model(path, 'tokens')
     # how the content stream saw text in pretraining, unless --attention says otherwise
@@ -210,9 +212,11 @@ def linear_probe(info, checkpoint, task):
     """Features of the frozen trunk (its pretraining attention) or word counts, standardised; logistic or ridge
     regression."""
     spec = specs[task]
-    if checkpoint is None:  # --ckpt=bag_of_words: counts of the train split's most frequent words
-        vocabulary = word_vocabulary(rows[task, 'train'])
-        features = {split: bag_of_words(rows[task, split], vocabulary).to(device, torch.float64)
+    if checkpoint is None:  # --ckpt=bag_of_words / bag_of_bytes: counts of the train split's most frequent ones
+        count, vocabulary = ((bag_of_words, word_vocabulary) if info['path'] == 'bag_of_words' else
+                             (bag_of_bytes, ngram_vocabulary))
+        vocabulary = vocabulary(rows[task, 'train'])
+        features = {split: count(rows[task, split], vocabulary).to(device, torch.float64)
                     for split in ('train',) + spec.dev_splits}
     else:
         network = TextClassifier(checkpoint.model(device, attn_backend=attn_backend), 1, info['pooling']).to(device)
@@ -281,8 +285,9 @@ if master:
     spec_of = {glue_tasks.result_key(task, split): spec for task, spec in specs.items() for split in spec.dev_splits}
     keys = list(spec_of)  # mnli -> mnli_m, mnli_mm
     metrics_of = {key: spec.metrics for key, spec in spec_of.items()}
-    suites = {'GLUE avg': [k for k in keys if not spec_of[k].offline],
-              'offline avg': [k for k in keys if spec_of[k].offline]}
+    suites = {'GLUE avg': [k for k in keys if not (spec_of[k].offline or spec_of[k].probing)],
+              'offline avg': [k for k in keys if spec_of[k].offline],
+              'probing avg': [k for k in keys if spec_of[k].probing]}
     suites = {name: members for name, members in suites.items() if members}
     partial_glue = 'GLUE avg' in suites and set(suites['GLUE avg']) != set(glue_tasks.GLUE_AVERAGE_KEYS)
     summary = []
@@ -306,8 +311,9 @@ if master:
         lines.append("GLUE avg: CoLA MCC, STS-B Pearson, MRPC/QQP F1, accuracy elsewhere; MNLI-m and -mm both count; "
                      "no WNLI" + (" (PARTIAL: not all nine scores, not comparable with the paper)." if partial_glue
                                   else "."))
-    if 'offline avg' in suites:
-        lines.append("offline avg: the mean of the offline tasks' main metrics.")
+    for name in ('offline avg', 'probing avg'):
+        if name in suites:
+            lines.append(f"{name}: the mean of the {name.split()[0]} tasks' main metrics.")
     table = '\n'.join(lines) + '\n'
     print(table)
     seconds = {task: sum(r['seconds'] for r in records if r['task'] == task) for task in task_names}

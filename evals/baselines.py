@@ -1,7 +1,8 @@
 """
 Where the input itself stands: the two baselines every probe and fine-tune table reads beside its checkpoints.
   - the input baseline: the same linear probe on the raw input instead of a model's features (eval_vision.py
-    --ckpt=pixels: every pixel a feature; eval_glue.py --ckpt=bag_of_words: word counts). Pretrained features below
+    --ckpt=pixels: every pixel a feature; eval_glue.py --ckpt=bag_of_words: word counts, --ckpt=bag_of_bytes: byte
+    n-gram counts, the surface a byte-level model reads). Pretrained features below
     it carry less linearly usable information than the input they were computed from.
   - the random-initialisation baseline, --ckpt=random:<checkpoint>: that checkpoint's architecture, objective and
     probe mask with the weights its run started from (train.py seeds torch with the run's seed just before it builds
@@ -20,6 +21,7 @@ from model import Transformer
 RANDOM = 'random:'
 WORD = re.compile(r"[a-z0-9']+")
 VOCABULARY = 2000  # bag of words: the train split's most frequent words (ties broken alphabetically)
+NGRAMS, MAX_N = 4000, 3  # bag of bytes: the train split's most frequent byte 1- to 3-grams
 
 
 class RandomInit(Pretrained):
@@ -73,3 +75,29 @@ def bag_of_words(rows, vocabulary):
         return out
     a, b = counts([row[0] for row in rows]), counts([row[1] for row in rows])
     return torch.cat([a + b, torch.minimum(a, b)], dim=1) if rows and rows[0][1] is not None else a
+
+# -----------------------------------------------------------------------------
+# bag of bytes: byte 1- to 3-grams, the character n-gram baseline of probing tasks (Conneau et al. 2018 report a
+# bag-of-vectors one). Word counts cannot see a swap of two words (bigram shift keeps every word); the 3-grams
+# across a word boundary can, and unigram bytes see letter frequencies (a play's names, verse's line capitals).
+
+def byte_ngrams(text, max_n=MAX_N):
+    data = text.encode('utf-8')
+    return [data[i:i + n] for n in range(1, max_n + 1) for i in range(len(data) - n + 1)]
+
+
+def ngram_vocabulary(rows, size=NGRAMS):
+    """{n-gram: column} for the `size` most frequent byte 1- to 3-grams of the rows' texts (ties by their bytes)."""
+    counts = Counter(g for a, b, _ in rows for text in (a, b or '') for g in byte_ngrams(text))
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:size]
+    return {g: i for i, (g, _) in enumerate(ranked)}
+
+
+def bag_of_bytes(rows, vocabulary):
+    """(n, V) byte n-gram counts of single texts (pairs: of a and b joined by a newline)."""
+    out = torch.zeros(len(rows), len(vocabulary))
+    for i, (a, b, _) in enumerate(rows):
+        for g in byte_ngrams(a if b is None else a + '\n' + b):
+            if g in vocabulary:
+                out[i, vocabulary[g]] += 1
+    return out

@@ -363,3 +363,23 @@ def test_bag_of_words_and_random_init_beside_a_checkpoint(tmp_path):
     assert random_init['objective'] == 'ar at initialisation' and random_init['attention'] == 'causal'
     message = script_error('eval_glue.py', '--ckpt=bag_of_words', *common)
     assert 'mode=linprobe' in message and 'random:' in message
+
+
+def test_bag_of_bytes_counts_ngrams_and_sees_word_order(tmp_path):
+    """Byte 1- to 3-grams, ties by their bytes; a swap of two words leaves the word counts as they were, and only
+    the n-grams across the boundary tell the order: bag_of_bytes separates it, bag_of_words cannot."""
+    from evals.baselines import bag_of_bytes, ngram_vocabulary
+    vocabulary = ngram_vocabulary([('abab', None, 0)], size=3)
+    assert vocabulary == {b'a': 0, b'ab': 1, b'b': 2}  # a, b, ab twice; ba, aba, bab once
+    assert bag_of_bytes([('aba', None, 0), ('ab', 'b', 1)], vocabulary).tolist() == [[2, 1, 1], [1, 1, 2]]
+    for split, copies in (('train', 8), ('dev', 1)):
+        rows = [('alpha beta', '0'), ('beta alpha', '1')] * copies
+        os.makedirs(tmp_path / 'bigram_shift', exist_ok=True)
+        (tmp_path / 'bigram_shift' / f'{split}.tsv').write_text(
+            'sentence\tlabel\n' + ''.join(f'{text}\t{label}\n' for text, label in rows))
+    probe = run_script('eval_glue.py', '--ckpt=bag_of_bytes', '--ckpt=bag_of_words', f'--glue_dir={tmp_path}',
+                       '--tasks=bigram_shift', '--mode=linprobe', '--progress=False', f'--out_dir={tmp_path / "out"}')
+    assert probe.returncode == 0, probe.stderr
+    by_bytes, by_words = read_csv(tmp_path / 'out' / 'glue_linprobe.csv')
+    assert by_bytes['objective'] == 'bag of bytes' and float(by_bytes['bigram_shift_accuracy']) == 100.0
+    assert float(by_words['bigram_shift_accuracy']) == 50.0

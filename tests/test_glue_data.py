@@ -20,10 +20,12 @@ from data.glue import prepare, prepare_offline
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "glue")
 OFFLINE_FIXTURES = os.path.join(FIXTURES, "offline")
+PROBING_FIXTURES = os.path.join(FIXTURES, "probing")
 
 
 def fixture_dir(task):
-    return OFFLINE_FIXTURES if gt.ALL_TASKS[task].offline else FIXTURES
+    spec = gt.ALL_TASKS[task]
+    return PROBING_FIXTURES if spec.probing else OFFLINE_FIXTURES if spec.offline else FIXTURES
 
 
 def one_line_error(call, *fragments, error=ValueError):
@@ -51,6 +53,8 @@ EXPECTED = {
     "hedge": {"train": (4, {0, 1}), "dev": (2, {0, 1})},
     "plagiarism": {"train": (4, {0, 1, 2, 3}), "dev": (2, {0, 3})},
     "lee_sts": {"train": (3, {0.86, 0.2, 0.22}), "dev": (2, {0.9, 0.24})},
+    **{task: {"train": (4, {0, 1}), "dev": (2, {0, 1})} for task in gt.PROBING_TASKS if task != "play"},
+    "play": {"train": (4, {0, 1, 2, 3}), "dev": (2, {1, 3})},
 }
 
 
@@ -91,6 +95,7 @@ def test_layout_details():
     assert gt.read_task(FIXTURES, "qnli", "train")[1][2] == gt.TASKS["qnli"].labels.index("not_entailment")
     assert gt.result_key("mnli", "dev_mismatched") == "mnli_mm" and gt.result_key("rte", "dev") == "rte"
     assert gt.default_dir("hedge") == gt.OFFLINE_DIR and gt.default_dir("cola") == gt.GLUE_DIR
+    assert gt.default_dir("somo") == gt.PROBING_DIR and "prepare_probing.py" in gt.prepare_hint("somo")
 
 # -----------------------------------------------------------------------------
 # bad input: one clear line each
