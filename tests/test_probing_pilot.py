@@ -62,8 +62,9 @@ def test_table_from_runs(tmp_path):
 
 
 def test_the_committed_record_regenerates_byte_for_byte(tmp_path):
-    """experiments/probing-pilot: tables.md and pilot.csv from its runs and suite.txt alone."""
+    """experiments/probing-pilot: tables.md and pilot.csv from its runs, protocol runs and suite.txt alone."""
     shutil.copytree(os.path.join(RECORD, 'runs'), tmp_path / 'runs')
+    shutil.copytree(os.path.join(RECORD, 'protocol'), tmp_path / 'protocol')
     shutil.copy(os.path.join(RECORD, 'suite.txt'), tmp_path / 'suite.txt')
     pp.report(str(tmp_path))
     for name in ('tables.md', 'pilot.csv'):
