@@ -50,33 +50,40 @@ def open_model(spec, input_kind):
     return Pretrained(spec, input_kind)
 
 # -----------------------------------------------------------------------------
-# bag of words: the text input as a linear model sees it
+# bags of units (words, byte n-grams): the text input as a linear model sees it
+
+def ranked_vocabulary(rows, units, size):
+    """{unit: column} for the `size` most frequent units of the rows' texts (a and b of each (a, b, label)), ties
+    broken by the unit itself."""
+    counts = Counter(u for a, b, _ in rows for text in (a, b or '') for u in units(text))
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:size]
+    return {u: i for i, (u, _) in enumerate(ranked)}
+
+
+def unit_counts(texts, vocabulary, units):
+    """(n, V) counts of the vocabulary's units in each text (None: an empty text)."""
+    out = torch.zeros(len(texts), len(vocabulary))
+    for i, text in enumerate(texts):
+        for u in units(text or ''):
+            if u in vocabulary:
+                out[i, vocabulary[u]] += 1
+    return out
+
 
 def words(text):
     return WORD.findall(text.lower())
 
 
 def word_vocabulary(rows, size=VOCABULARY):
-    """{word: column} for the `size` most frequent words of the rows' texts (a and b of each (a, b, label))."""
-    counts = Counter(w for a, b, _ in rows for text in (a, b or '') for w in words(text))
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:size]
-    return {w: i for i, (w, _) in enumerate(ranked)}
+    return ranked_vocabulary(rows, words, size)
 
 
 def bag_of_words(rows, vocabulary):
     """(n, V) word counts of single texts; (n, 2V) for pairs: the counts of a + b, then min(a, b) per word (the
     words the two share, which a linear model cannot form from the sum alone)."""
-    def counts(texts):
-        out = torch.zeros(len(texts), len(vocabulary))
-        for i, text in enumerate(texts):
-            for w in words(text or ''):
-                if w in vocabulary:
-                    out[i, vocabulary[w]] += 1
-        return out
-    a, b = counts([row[0] for row in rows]), counts([row[1] for row in rows])
+    a, b = (unit_counts([row[k] for row in rows], vocabulary, words) for k in (0, 1))
     return torch.cat([a + b, torch.minimum(a, b)], dim=1) if rows and rows[0][1] is not None else a
 
-# -----------------------------------------------------------------------------
 # bag of bytes: byte 1- to 3-grams, the character n-gram baseline of probing tasks (Conneau et al. 2018 report a
 # bag-of-vectors one). Word counts cannot see a swap of two words (bigram shift keeps every word); the 3-grams
 # across a word boundary can, and unigram bytes see letter frequencies (a play's names, verse's line capitals).
@@ -87,17 +94,9 @@ def byte_ngrams(text, max_n=MAX_N):
 
 
 def ngram_vocabulary(rows, size=NGRAMS):
-    """{n-gram: column} for the `size` most frequent byte 1- to 3-grams of the rows' texts (ties by their bytes)."""
-    counts = Counter(g for a, b, _ in rows for text in (a, b or '') for g in byte_ngrams(text))
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:size]
-    return {g: i for i, (g, _) in enumerate(ranked)}
+    return ranked_vocabulary(rows, byte_ngrams, size)
 
 
 def bag_of_bytes(rows, vocabulary):
     """(n, V) byte n-gram counts of single texts (pairs: of a and b joined by a newline)."""
-    out = torch.zeros(len(rows), len(vocabulary))
-    for i, (a, b, _) in enumerate(rows):
-        for g in byte_ngrams(a if b is None else a + '\n' + b):
-            if g in vocabulary:
-                out[i, vocabulary[g]] += 1
-    return out
+    return unit_counts([a if b is None else a + '\n' + b for a, b, _ in rows], vocabulary, byte_ngrams)

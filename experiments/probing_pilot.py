@@ -32,8 +32,14 @@ def cpu_seconds(path):
     """User + system seconds of a run, from its /usr/bin/time line ('cpu_s U S wall_s W'); None when not recorded."""
     if not os.path.isfile(path):
         return None
-    numbers = [float(x) for x in re.findall(r"[\d.]+", open(path).read())]
+    with open(path) as f:
+        numbers = [float(x) for x in re.findall(r"[\d.]+", f.read())]
     return numbers[0] + numbers[1] if len(numbers) >= 2 else None
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
 
 
 def load(res):
@@ -42,7 +48,7 @@ def load(res):
     for path in sorted(glob.glob(os.path.join(res, 'runs', '*', '*', '*.json'))):
         run = os.path.dirname(path)
         arm, seed, name = os.path.basename(os.path.dirname(run)), int(os.path.basename(run)), os.path.basename(path)
-        record = json.load(open(path))
+        record = read_json(path)
         mode = record['config']['mode']
         seconds = cpu_seconds(path[:-len('.json')] + '.time')
         for entry in record['runs']:
@@ -61,7 +67,7 @@ def protocol(res):
     out = {}
     for path in glob.glob(os.path.join(res, 'protocol', 'runs', '*', '*', 'finetune-bigram_shift-lr*.json')):
         arm, lr = os.path.basename(os.path.dirname(os.path.dirname(path))).split('-')[0], path[:-5].rsplit('-lr', 1)[1]
-        out.setdefault(lr, {})[arm] = json.load(open(path))['runs'][0]['results']['bigram_shift']['accuracy']
+        out.setdefault(lr, {})[arm] = read_json(path)['runs'][0]['results']['bigram_shift']['accuracy']
     return {lr: (arms['ar'], arms['random']) for lr, arms in out.items() if len(arms) == 2}
 
 

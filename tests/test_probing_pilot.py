@@ -73,10 +73,10 @@ def test_the_committed_record_regenerates_byte_for_byte(tmp_path):
 
 def test_script_refuses_a_smoke_run_into_the_record():
     result = subprocess.run(['bash', 'experiments/probing_pilot.sh'], cwd=ROOT, capture_output=True, text=True,
-                            env={**os.environ, 'SMOKE': '1'}, timeout=60)
+                            env={**os.environ, 'SMOKE': '1'}, timeout=600)  # a hang guard
     assert result.returncode == 2 and 'own RES=' in result.stderr.strip()
     result = subprocess.run(['bash', 'experiments/probing_pilot.sh'], cwd=ROOT, capture_output=True, text=True,
-                            env={**os.environ, 'SEEDS': '2100 2100'}, timeout=60)
+                            env={**os.environ, 'SEEDS': '2100 2100'}, timeout=600)  # a hang guard
     assert result.returncode == 2 and "SEEDS=" in result.stderr and 'each once' in result.stderr
 
 
