@@ -1,4 +1,4 @@
-# Sourced by every experiment script: the checks of what it reads from its environment, one training run of a
+# Sourced by every experiment script: the checks of what it reads from its environment, a command's output written into the record only once it has succeeded, one training run of a
 # registered experiment (resumable), and the data-constrained arms. The scripts export the functions to the jobs
 # they run two at a time (xargs -P). train_once reads PYTHON, OUT (checkpoints), RES (the record) and STEPS.
 
@@ -53,6 +53,11 @@ check_env() {  # check_env NAME...: each variable the script reads from its envi
             *) echo "check_env: no check for $name" >&2; exit 2 ;;
         esac
     done
+}
+
+into_record() {  # into_record FILE CMD...: CMD's output becomes FILE only once CMD has succeeded, so a failure leaves a
+    # recorded FILE as it was (CMD runs where set -e does not stop it: a function must return its own failure)
+    if "${@:2}" > "$1.tmp"; then mv "$1.tmp" "$1"; else local status=$?; rm -f "$1.tmp"; return $status; fi
 }
 
 run_failed() {  # run_failed WHAT LOG: a failed job's cause, the last line of its log, where it is seen
