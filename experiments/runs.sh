@@ -1,4 +1,5 @@
-# Sourced by every experiment script: the checks of what it reads from its environment, a command's output written into the record only once it has succeeded, one training run of a
+# Sourced by every experiment script: the checks of what it reads from its environment (and the refusal of what it
+# does not), a command's output written into the record only once it has succeeded, one training run of a
 # registered experiment (resumable), and the data-constrained arms. The scripts export the functions to the jobs
 # they run two at a time (xargs -P). train_once reads PYTHON, OUT (checkpoints), RES (the record) and STEPS.
 
@@ -6,6 +7,17 @@ env_error() {  # env_error NAME WHAT: one line naming the variable and what it t
     echo "${0##*/}: error: $1='${!1}' $2" >&2
     exit 2
 }
+refuse_unread() {  # JOBS, DEVICE_FLAGS and TRAIN_FLAGS are read by some scripts only (NAME=${NAME:-default} in the
+    # script): one given to a script that does not read it is refused before anything runs, not ignored without a word
+    local name readers script=experiments/${0##*/}
+    [ -f "$script" ] || return 0  # runs.sh sourced by hand
+    for name in JOBS DEVICE_FLAGS TRAIN_FLAGS; do
+        [ -z "${!name:-}" ] || grep -qF "$name=\${$name:-" "$script" && continue
+        readers=$(grep -lF "$name=\${$name:-" experiments/*.sh | xargs -n 1 basename | paste -sd ' ')
+        env_error "$name" "is not read by ${0##*/}: unset it (the scripts that read it: $readers)"
+    done
+}
+refuse_unread
 # the keys every script the experiments run takes, their values checked as those scripts check them
 DEVICE_CHECK='
 import sys

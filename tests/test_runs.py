@@ -70,6 +70,20 @@ def test_device_and_train_flags_are_checked_dry(tmp_path):
         assert cause in result.stderr
 
 
+OPTIONAL = {'JOBS': '2', 'DEVICE_FLAGS': '--device=cpu', 'TRAIN_FLAGS': '--compile=False'}  # read by some scripts only
+
+
+@pytest.mark.parametrize('script, name', [(script, name) for script in SCRIPTS for name in OPTIONAL
+                                          if name not in read_from_environment(script)])
+def test_a_variable_the_script_does_not_read_is_refused_before_anything_runs(script, tmp_path, name):
+    """JOBS=4 to a script that runs its jobs two at a time used to be ignored without a word: it stops, naming the
+    variable and the scripts that read it."""
+    result, log = run(script, tmp_path, **{name: OPTIONAL[name]})
+    stops_with_one_line(result, log, script, name)
+    readers = [other for other in SCRIPTS if name in read_from_environment(other)]
+    assert readers and all(other in result.stderr for other in readers), result.stderr
+
+
 def test_reproduce_table7_steps_are_checked(tmp_path):
     result, log = run('reproduce.sh', tmp_path, 'table7', 'abc')
     assert result.returncode == 2 and result.stderr.startswith('reproduce.sh: error: table7 abc')
