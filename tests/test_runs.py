@@ -109,3 +109,20 @@ exit 0
     failed = f"failed: {tmp_path / 'out'}/small/mdlm/7: train.py: error: the cause (its log: "
     assert result.returncode != 0 and failed in result.stderr, result.stderr
     assert sum(line.startswith('train.py') for line in log.read_text().splitlines()) == 8  # the others all ran
+
+
+def test_a_record_file_is_replaced_only_once_its_command_has_succeeded(tmp_path):
+    """into_record FILE CMD: a command that fails part way (a sample.py of the samples block) leaves the recorded
+    FILE as it was and no temporary beside it; one that succeeds replaces it."""
+    record = tmp_path / 'samples.txt'
+    record.write_text('recorded\n')
+    script = f"""set -euo pipefail
+source experiments/runs.sh
+fails() {{ echo drawn; false || return; echo more; }}
+into_record {record} fails || echo "status $?"
+ls {tmp_path}; cat {record}
+into_record {record} echo redrawn
+"""
+    result = subprocess.run(['bash', '-c', script], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0 and result.stdout == 'status 1\nsamples.txt\nrecorded\n', result.stderr
+    assert record.read_text() == 'redrawn\n'
