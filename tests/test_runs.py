@@ -1,5 +1,6 @@
-"""experiments/runs.sh, sourced by every experiment script: what a script reads from its environment is checked before
-anything runs (one line naming the variable), and a failed run shows its own last line."""
+"""experiments/runs.sh, sourced by every experiment script: what a script reads from its environment is checked, and
+what only other scripts read is refused, before anything runs (one line naming the variable); a failed run shows its
+own last line; a record file is replaced only once the command that writes it has succeeded."""
 import os
 import re
 import subprocess
