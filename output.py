@@ -45,6 +45,19 @@ def atomic_write(path, content):
         raise
 
 
+def write_png(path, image):
+    """A PIL image as PNG, atomically; a file at path that already shows these pixels is left as it is, so a redraw
+    that changes nothing leaves a committed plot byte for byte (another Pillow or zlib encodes the same pixels to
+    other bytes)."""
+    try:
+        with Image.open(path) as old:
+            if old.mode == image.mode and old.size == image.size and old.tobytes() == image.tobytes():
+                return
+    except (OSError, ValueError):  # none there, or not an image PIL reads: write it
+        pass
+    atomic_write(path, lambda f: image.save(f, format='PNG'))
+
+
 def current_umask():
     umask = os.umask(0o022)  # the only way to read it is to set it, so put it straight back
     os.umask(umask)
@@ -271,7 +284,7 @@ def line_plot(path, series, title='', xlabel='', ylabel='', logx=False, logy=Fal
         (draw_dashed if name in dashed else lambda d, a, b, c: d.line([a, b], fill=c, width=3))(
             draw, (W - right - 170, ly + 6), (W - right - 150, ly + 6), color)
         draw.text((W - right - 145, ly), str(name)[:26], fill='black')
-    atomic_write(path, lambda f: image.save(f, format='PNG'))
+    write_png(path, image)
 
 
 def draw_dashed(draw, start, end, color, on=7, off=5):

@@ -95,7 +95,8 @@
 # samples and the bound check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source experiments/runs.sh  # check_env; train_once, and config: each arm's config and how its held-out curve is read
+source experiments/runs.sh  # check_env, into_record; train_once, and config: each arm's config and how its held-out
+# curve is read
 PYTHON=${PYTHON:-python}
 export OMP_NUM_THREADS=1
 OUT=${OUT:-out/data-constrained-rope}       # checkpoints (not committed)
@@ -157,21 +158,22 @@ if ! have_checkpoints; then
     echo "samples and the bound check need the first seed's checkpoints in $OUT: kept as recorded in $RES"
     exit 0
 fi
-{   # samples at temperature 1 from the best checkpoint (by held-out likelihood) of each arm, the first seed, 56 bytes
-    # after the prompt: ar, dar and ar_random left to right, masked diffusion by unmasking one byte a step in a random
-    # order
+samples() {  # samples at temperature 1 from the best checkpoint (by held-out likelihood) of each arm, the first seed,
+    # 56 bytes after the prompt: ar, dar and ar_random left to right, masked diffusion by unmasking one byte a step in
+    # a random order
     for run in $SAMPLED; do
         echo "# ${run%/*}, ${run#*/}"
         $PYTHON sample.py --ckpt="$(best "${run%/*}" "${run#*/}")" --prompt='ROMEO:' --max_new_tokens=56 \
-            --temperature=1.0 --num_samples=2 --stream=False $DEVICE_FLAGS
+            --temperature=1.0 --num_samples=2 --stream=False $DEVICE_FLAGS 2>&1 || return
     done
-} > "$RES/samples.txt" 2>&1
+}
+into_record "$RES/samples.txt" samples
 # the in-training curves check: the small-size ar, dar and masked diffusion best checkpoints (the first seed) scored
 # again by eval_ppl.py --reading=elbo on 8,000 held-out bytes, the bound stratified over m with 16 passes a window
 ckpts=(); names=()
 for arm in ar dar mdlm; do ckpts+=("--ckpt=$(best small $arm)"); names+=("--names=$arm"); done
-$PYTHON eval_ppl.py config/eval_ppl_shakespeare_bytes.py "${ckpts[@]}" "${names[@]}" --reading=elbo --max_tokens=8000 \
-    $DEVICE_FLAGS --baseline_dataset='' --out_dir="$OUT/elbo_small" --overwrite=True --progress=False \
-    > "$RES/elbo_small.txt"
+into_record "$RES/elbo_small.txt" $PYTHON eval_ppl.py config/eval_ppl_shakespeare_bytes.py "${ckpts[@]}" "${names[@]}" \
+    --reading=elbo --max_tokens=8000 $DEVICE_FLAGS --baseline_dataset='' --out_dir="$OUT/elbo_small" --overwrite=True \
+    --progress=False
 cp "$OUT/elbo_small/summary.json" "$RES/elbo_small.json"
 echo "record in $RES"

@@ -12,7 +12,7 @@
 # $ bash experiments/masked_generators.sh        (about 1 h on 2 CPU cores; finished runs are not retrained)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source experiments/runs.sh  # check_env
+source experiments/runs.sh  # check_env, into_record
 PYTHON=${PYTHON:-python}
 OUT=${OUT:-out/masked-generators}   # checkpoints (not committed)
 RES=${RES:-experiments/masked-generators}  # the record: logs, summaries, samples
@@ -33,22 +33,25 @@ train mdlm_2s
 ckpts=(); names=()
 for arm in "${ARMS[@]}"; do ckpts+=("--ckpt=$OUT/$arm/ckpt_best.pt"); names+=("--names=$arm"); done
 for reading in prefix elbo; do
-    $PYTHON eval_ppl.py config/eval_ppl_shakespeare_bytes.py "${ckpts[@]}" "${names[@]}" --max_tokens=4000 \
-        --reading=$reading --out_dir="$OUT/$reading" --overwrite=True --progress=False | tee "$RES/$reading.txt"
+    into_record "$RES/$reading.txt" $PYTHON eval_ppl.py config/eval_ppl_shakespeare_bytes.py "${ckpts[@]}" \
+        "${names[@]}" --max_tokens=4000 --reading=$reading --out_dir="$OUT/$reading" --overwrite=True --progress=False
+    cat "$RES/$reading.txt"
     cp "$OUT/$reading/summary.json" "$RES/$reading.json"
 done
 
-{
+samples() {
     echo "# ar, left to right"
-    OMP_NUM_THREADS=1 $PYTHON sample.py --ckpt="$OUT/ar/ckpt_best.pt" --prompt='ROMEO:' --max_new_tokens=120 --stream=False
+    OMP_NUM_THREADS=1 $PYTHON sample.py --ckpt="$OUT/ar/ckpt_best.pt" --prompt='ROMEO:' --max_new_tokens=120 \
+        --stream=False 2>&1 || return
     for arm in vm mdlm_2s; do
         echo "# $arm, random order, one byte a step (an exact sample of the any-order model)"
         OMP_NUM_THREADS=1 $PYTHON sample.py --ckpt="$OUT/$arm/ckpt_best.pt" --prompt='ROMEO:' --max_new_tokens=120 \
-            --order=random --tokens_per_step=1 --temperature=1.0 --stream=False
+            --order=random --tokens_per_step=1 --temperature=1.0 --stream=False 2>&1 || return
         echo "# $arm, most confident first, four bytes a step (MaskGIT), the canvas every 6 steps"
         OMP_NUM_THREADS=1 $PYTHON sample.py --ckpt="$OUT/$arm/ckpt_best.pt" --prompt='ROMEO:' --max_new_tokens=120 \
-            --order=confident --tokens_per_step=4 --show_steps=6 --stream=False
+            --order=confident --tokens_per_step=4 --show_steps=6 --stream=False 2>&1 || return
     done
-} > "$RES/samples.txt" 2>&1
+}
+into_record "$RES/samples.txt" samples
 for arm in "${ARMS[@]}"; do cp "$OUT/$arm/log.jsonl" "$RES/log_$arm.jsonl"; cp "$OUT/$arm/loss.csv" "$RES/loss_$arm.csv"; done
 echo "record in $RES"

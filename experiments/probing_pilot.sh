@@ -13,7 +13,7 @@
 # $ SMOKE=1 RES=/tmp/pp OUT=/tmp/pp-out bash experiments/probing_pilot.sh   (20 steps, 40/20 windows: the script only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source experiments/runs.sh  # check_env, run_failed
+source experiments/runs.sh  # check_env, run_failed, into_record
 PYTHON=${PYTHON:-python}
 export OMP_NUM_THREADS=1
 OUT=${OUT:-out/probing-pilot}
@@ -39,9 +39,13 @@ if [ "$SMOKE" != 0 ]; then  # the same steps on a 40 / 20 window suite, 20 pretr
     PROBE+=" --probe_iters=20"
 fi
 # the suite (deterministic: seed 1337, 4,000 / 2,000 windows a task), its sizes and majority baselines kept
-if [ ! -f "$SUITE/somo/dev.tsv" ] || [ ! -f "$RES/suite.txt" ]; then
+suite() {
     # shellcheck disable=SC2086
-    $PYTHON data/glue/prepare_probing.py $SIZES --out_dir="$SUITE" | grep -v '^wrote' | tee "$RES/suite.txt"
+    $PYTHON data/glue/prepare_probing.py $SIZES --out_dir="$SUITE" | grep -v '^wrote'
+}
+if [ ! -f "$SUITE/somo/dev.tsv" ] || [ ! -f "$RES/suite.txt" ]; then
+    into_record "$RES/suite.txt" suite  # a prepare that fails (no corpora) leaves the recorded suite.txt as it was
+    cat "$RES/suite.txt"
 fi
 TASKS=$($PYTHON -c "from data.glue_tasks import PROBING_TASKS; print(' '.join(PROBING_TASKS))")
 export PYTHON OUT RES SEEDS STEPS SUITE FINETUNE PROBE TASKS TRAIN

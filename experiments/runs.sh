@@ -1,4 +1,5 @@
-# Sourced by every experiment script: the checks of what it reads from its environment, one training run of a
+# Sourced by every experiment script: the checks of what it reads from its environment (and the refusal of what it
+# does not), a command's output written into the record only once it has succeeded, one training run of a
 # registered experiment (resumable), and the data-constrained arms. The scripts export the functions to the jobs
 # they run two at a time (xargs -P). train_once reads PYTHON, OUT (checkpoints), RES (the record) and STEPS.
 
@@ -6,6 +7,17 @@ env_error() {  # env_error NAME WHAT: one line naming the variable and what it t
     echo "${0##*/}: error: $1='${!1}' $2" >&2
     exit 2
 }
+refuse_unread() {  # JOBS, DEVICE_FLAGS and TRAIN_FLAGS are read by some scripts only (NAME=${NAME:-default} in the
+    # script): one given to a script that does not read it is refused before anything runs, not ignored without a word
+    local name readers script=experiments/${0##*/}
+    [ -f "$script" ] || return 0  # runs.sh sourced by hand
+    for name in JOBS DEVICE_FLAGS TRAIN_FLAGS; do
+        [ -z "${!name:-}" ] || grep -qF "$name=\${$name:-" "$script" && continue
+        readers=$(grep -lF "$name=\${$name:-" experiments/*.sh | xargs -n 1 basename | paste -sd ' ')
+        env_error "$name" "is not read by ${0##*/}: unset it (the scripts that read it: $readers)"
+    done
+}
+refuse_unread
 # the keys every script the experiments run takes, their values checked as those scripts check them
 DEVICE_CHECK='
 import sys
@@ -53,6 +65,11 @@ check_env() {  # check_env NAME...: each variable the script reads from its envi
             *) echo "check_env: no check for $name" >&2; exit 2 ;;
         esac
     done
+}
+
+into_record() {  # into_record FILE CMD...: CMD's output becomes FILE only once CMD has succeeded, so a failure leaves a
+    # recorded FILE as it was (CMD runs where set -e does not stop it: a function must return its own failure)
+    if "${@:2}" > "$1.tmp"; then mv "$1.tmp" "$1"; else local status=$?; rm -f "$1.tmp"; return $status; fi
 }
 
 run_failed() {  # run_failed WHAT LOG: a failed job's cause, the last line of its log, where it is seen

@@ -14,7 +14,6 @@ import json
 import math
 import os
 import re
-import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -23,10 +22,15 @@ import numpy as np
 
 from experiments.data_constrained import registered as registered_text
 from experiments.stats import as_printed, mean_std, minimum_detectable_effect, paired_t_test, sign_test_p
-from output import line_plot, log_ranks
+from output import atomic_write, line_plot, log_ranks
 
 SIGNIFICANCE = 0.05  # a comparison is an effect only where its registered rule holds and the t-test's p is below this
 SHORT_BUCKETS = 4    # eval_ppl's first four buckets are the prefixes k < 8, "the shortest prefixes" of B2
+
+def copy(path, folder):
+    """A recorded file into the tables' folder whole (atomic_write): an interrupted copy never leaves half of one."""
+    with open(path, 'rb') as f:
+        atomic_write(os.path.join(folder, os.path.basename(path)), f.read())
 
 # -----------------------------------------------------------------------------
 # cells: a number at the precision printed, mean ± std, the direction of a paired difference and its p-values
@@ -525,7 +529,7 @@ def vision_section(report, settings):
         report.table("Table 8: reconstruction of 25% masked patches (lower is better; paper: vm lowest)",
                      ["model", "pixel L2", "ST-LPIPS"], rows)
         for path in glob.glob(f'{record}/vision/eval-{seeds[0]}/recon_*.png'):
-            shutil.copy(path, res)
+            copy(path, res)
     return probe_acc, tune_acc
 
 def toy_section(report, settings, probe_acc, tune_acc):
@@ -535,7 +539,7 @@ def toy_section(report, settings, probe_acc, tune_acc):
         return
     tails = {entry['objective']: float(entry['sum_sigma4_beyond_r']) for entry in csv.DictReader(open(toy))}
     for name in ('toy_spectra_r2_s6_T2.png', 'toy_spectra_r2_s6_T2.csv'):
-        shutil.copy(f'{settings.record}/toy/{name}', settings.res)
+        copy(f'{settings.record}/toy/{name}', settings.res)
     rows = [f"| {label} | {tails[key]:.3f} | "
             + (f"{mean_std(probe_acc[arm])} / {mean_std(tune_acc[arm])}" if probe_acc else '') + ' |'
             for label, key, arm in [('ar (dar t = 1)', 'ar', 'ar')] +
@@ -654,7 +658,7 @@ def main(argv):
         bound_section(report, settings)
     if settings.byte_level and report.comparisons:
         hypotheses_section(report, settings)
-    open(f'{settings.res}/tables.md', 'w').write('\n'.join(report.lines))
+    atomic_write(f'{settings.res}/tables.md', '\n'.join(report.lines))
     print('\n'.join(report.lines))
 
 

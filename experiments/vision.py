@@ -17,7 +17,7 @@ from PIL import Image, ImageDraw
 
 from experiments.data_constrained import one_sided_p, registered as registered_text
 from experiments.stats import mean_std, minimum_detectable_effect, sign_test_one_sided_p
-from output import atomic_write, line_plot
+from output import atomic_write, line_plot, write_png
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'vision.sh')
 ARMS = {'ar': 'ar (two-stream, t=1)', 'ar1s': 'ar one-stream', 'dar2': 'dar t=2', 'dar3': 'dar t=3',
@@ -181,7 +181,7 @@ def combined_grid(record, res, arms, seed):
         draw.text((left + 2, 2), ARMS[arm], fill='black')
         left += grid.width + gap
     path = os.path.join(res, 'recon_grid.png')
-    atomic_write(path, lambda f: canvas.save(f, format='PNG'))
+    write_png(path, canvas)
     return path
 
 # -----------------------------------------------------------------------------

@@ -151,12 +151,12 @@ def test_a_run_that_repeats_a_pilot_log_is_named_and_its_seed_marked(tmp_path):
 
 
 def test_the_record_regenerates_its_tables_and_curves(tmp_path):
-    """tables.md and the curves' CSVs from the logs alone, the registered run the pilot already ran marked (seed
-    1337's mdlm at 32 KiB: seen_before)."""
+    """tables.md and the curves' CSVs and plots from the logs alone, the registered run the pilot already ran marked
+    (seed 1337's mdlm at 32 KiB: seen_before)."""
     dc.report(RECORD, str(tmp_path))
     for name in os.listdir(RECORD):
-        if name.endswith(('.md', '.csv')):
-            assert (tmp_path / name).read_text() == open(os.path.join(RECORD, name)).read(), name
+        if name.endswith(('.md', '.csv', '.png')):
+            assert (tmp_path / name).read_bytes() == open(os.path.join(RECORD, name), 'rb').read(), name
 
 
 @pytest.mark.record
@@ -194,8 +194,8 @@ def test_the_front_readme_line_is_the_record():
 
 def test_the_script_on_a_clone_trains_nothing_and_keeps_the_record(tmp_path):
     """data_constrained.sh with the record but no checkpoints (a fresh clone): every run is found finished and not
-    trained again, the tables come back the same, and the samples and the bound check, which need checkpoints, are
-    kept as recorded, not emptied."""
+    trained again, the tables and plots come back byte for byte, and the samples and the bound check, which need
+    checkpoints, are kept as recorded, not emptied."""
     import shutil
     import subprocess
     shutil.copytree(RECORD, tmp_path / 'res')
@@ -205,8 +205,8 @@ def test_the_script_on_a_clone_trains_nothing_and_keeps_the_record(tmp_path):
     assert result.returncode == 0 and 'kept as recorded' in result.stdout, result.stderr[-2000:]
     assert not (tmp_path / 'out').exists() or not list((tmp_path / 'out').rglob('*.pt'))
     for name in sorted(os.listdir(RECORD)):
-        if os.path.isfile(os.path.join(RECORD, name)) and not name.endswith('.png'):
-            assert (tmp_path / 'res' / name).read_text() == open(os.path.join(RECORD, name)).read(), name
+        if os.path.isfile(os.path.join(RECORD, name)):
+            assert (tmp_path / 'res' / name).read_bytes() == open(os.path.join(RECORD, name), 'rb').read(), name
 
 
 @pytest.mark.record

@@ -96,6 +96,20 @@ def test_a_long_title_wraps_above_the_y_label(tmp_path):
     assert sum(len(g) for g in groups[:-1]) > 16  # the title: more than one line of ~10 px
 
 
+def test_a_redraw_that_changes_nothing_leaves_the_png_byte_for_byte(tmp_path):
+    """A committed plot drawn again from the same numbers stays as it is, even where another Pillow or zlib encodes
+    the same pixels to other bytes; other numbers replace it."""
+    path, series = tmp_path / 'p.png', {'a': ([0, 1], [0, 1])}
+    line_plot(str(path), series)
+    Image.open(path).save(path, format='PNG', compress_level=1)  # the same pixels, other bytes
+    recorded = path.read_bytes()
+    line_plot(str(path), series)
+    assert path.read_bytes() == recorded
+    pixels = Image.open(path).tobytes()
+    line_plot(str(path), {'a': ([0, 1], [1, 0])})
+    assert Image.open(path).tobytes() != pixels
+
+
 def test_log_ranks_keep_the_head_the_last_rank_and_few_points():
     ranks = log_ranks(100_000)
     assert ranks[:100].tolist() == list(range(1, 101)) and ranks[-1] == 100_000

@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -92,3 +93,29 @@ def test_protocol_pick(tmp_path, accuracies, picked):
         write_run(tmp_path / 'protocol' / 'runs' / 'random-0' / '2100', f'finetune-bigram_shift-lr{lr}', 'finetune',
                   {'bigram_shift': random})
     assert pp.protocol(str(tmp_path)) == accuracies and pp.pick(str(tmp_path)) == picked
+
+
+def clone_without_data(folder):
+    """The working tree's files as a clone has them, without the records but the pilot's and without any prepared
+    corpus (those are ignored by git)."""
+    listed = subprocess.run(['git', 'ls-files', '-co', '--exclude-standard'], cwd=ROOT, capture_output=True,
+                            text=True, check=True).stdout.splitlines()
+    for name in listed:
+        parts = name.split('/')
+        if (parts[0] == 'experiments' and len(parts) > 2 and parts[1] != 'probing-pilot') or \
+                not os.path.isfile(os.path.join(ROOT, name)):
+            continue
+        os.makedirs(os.path.join(folder, os.path.dirname(name)), exist_ok=True)
+        shutil.copy(os.path.join(ROOT, name), os.path.join(folder, name))
+
+
+def test_a_failed_prepare_leaves_the_recorded_suite_as_it_was(tmp_path):
+    """A clone without the byte corpora: the suite cannot be prepared, and the script stops with the corpus named,
+    leaving the committed suite.txt byte for byte (it used to be emptied before the prepare failed)."""
+    clone_without_data(tmp_path)
+    result = subprocess.run(['bash', 'experiments/probing_pilot.sh'], cwd=tmp_path, capture_output=True, text=True,
+                            env={**os.environ, 'PYTHON': sys.executable}, timeout=600)  # a hang guard
+    assert result.returncode != 0 and 'shakespeare_bytes' in result.stderr, result.stderr[-2000:]
+    suite = tmp_path / 'experiments' / 'probing-pilot' / 'suite.txt'
+    assert suite.read_bytes() == open(os.path.join(RECORD, 'suite.txt'), 'rb').read()
+    assert not (tmp_path / 'experiments' / 'probing-pilot' / 'suite.txt.tmp').exists()

@@ -595,7 +595,8 @@ def test_centring_removes_a_shared_direction():
 
 @pytest.mark.parametrize('tokens, folder', [('bytes', 'repro-bytes'), ('gpt2', 'repro')])
 def test_every_committed_table_regenerates_from_its_record(tmp_path, tokens, folder):
-    """experiments/<folder>/tables.md and each CSV beside it come back byte for byte from the committed record alone."""
+    """experiments/<folder>/tables.md and each CSV and plot beside it come back byte for byte from the committed record
+    alone."""
     committed = ROOT / 'experiments' / folder
     env = dict(TOKENS=tokens, KEEP=str(committed / 'runs'), RES=str(tmp_path), PYTHON=sys.executable,
                PATH='/usr/bin:/bin')
@@ -604,7 +605,7 @@ def test_every_committed_table_regenerates_from_its_record(tmp_path, tokens, fol
     result = subprocess.run(['bash', str(SCRIPT), 'summary'], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / 'tables.md').read_bytes() == (committed / 'tables.md').read_bytes()
-    written = sorted(path.name for path in tmp_path.glob('*.csv'))
-    assert written == sorted(path.name for path in committed.glob('*.csv'))
+    written = sorted(path.name for path in [*tmp_path.glob('*.csv'), *tmp_path.glob('*.png')])
+    assert written == sorted(path.name for path in [*committed.glob('*.csv'), *committed.glob('*.png')])
     for name in written:
         assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name

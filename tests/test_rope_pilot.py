@@ -104,12 +104,12 @@ def test_an_evaluation_where_an_interrupted_run_stopped_is_left_out(tmp_path):
 
 
 def test_the_committed_tables_regenerate_from_the_record(tmp_path):
-    """tables.md and every plot's CSV, redrawn from the committed logs, are the committed files byte for byte, and
+    """tables.md and every plot and its CSV, redrawn from the committed logs, are the committed files byte for byte, and
     the verdict is the one the README and config/shakespeare_bytes.py act on."""
     record = os.path.join(os.path.dirname(rp.SCRIPT), 'rope-pilot')
     copy = tmp_path / 'rope-pilot'
     shutil.copytree(record, copy, ignore=shutil.ignore_patterns('*.png', '*.csv', 'tables.md'))
     lines = rp.report(str(copy))
     assert verdict(lines) == '**Verdict:** the byte recipe switches to rope.'
-    for name in ['tables.md'] + [f"loss_{arm}.csv" for arm in rp.ARMS]:
+    for name in ['tables.md'] + [f"loss_{arm}.{kind}" for arm in rp.ARMS for kind in ('csv', 'png')]:
         assert (copy / name).read_bytes() == open(os.path.join(record, name), 'rb').read(), name

@@ -1,5 +1,6 @@
-"""experiments/runs.sh, sourced by every experiment script: what a script reads from its environment is checked before
-anything runs (one line naming the variable), and a failed run shows its own last line."""
+"""experiments/runs.sh, sourced by every experiment script: what a script reads from its environment is checked, and
+what only other scripts read is refused, before anything runs (one line naming the variable); a failed run shows its
+own last line; a record file is replaced only once the command that writes it has succeeded."""
 import os
 import re
 import subprocess
@@ -70,6 +71,20 @@ def test_device_and_train_flags_are_checked_dry(tmp_path):
         assert cause in result.stderr
 
 
+OPTIONAL = {'JOBS': '2', 'DEVICE_FLAGS': '--device=cpu', 'TRAIN_FLAGS': '--compile=False'}  # read by some scripts only
+
+
+@pytest.mark.parametrize('script, name', [(script, name) for script in SCRIPTS for name in OPTIONAL
+                                          if name not in read_from_environment(script)])
+def test_a_variable_the_script_does_not_read_is_refused_before_anything_runs(script, tmp_path, name):
+    """JOBS=4 to a script that runs its jobs two at a time used to be ignored without a word: it stops, naming the
+    variable and the scripts that read it."""
+    result, log = run(script, tmp_path, **{name: OPTIONAL[name]})
+    stops_with_one_line(result, log, script, name)
+    readers = [other for other in SCRIPTS if name in read_from_environment(other)]
+    assert readers and all(other in result.stderr for other in readers), result.stderr
+
+
 def test_reproduce_table7_steps_are_checked(tmp_path):
     result, log = run('reproduce.sh', tmp_path, 'table7', 'abc')
     assert result.returncode == 2 and result.stderr.startswith('reproduce.sh: error: table7 abc')
@@ -95,3 +110,20 @@ exit 0
     failed = f"failed: {tmp_path / 'out'}/small/mdlm/7: train.py: error: the cause (its log: "
     assert result.returncode != 0 and failed in result.stderr, result.stderr
     assert sum(line.startswith('train.py') for line in log.read_text().splitlines()) == 8  # the others all ran
+
+
+def test_a_record_file_is_replaced_only_once_its_command_has_succeeded(tmp_path):
+    """into_record FILE CMD: a command that fails part way (a sample.py of the samples block) leaves the recorded
+    FILE as it was and no temporary beside it; one that succeeds replaces it."""
+    record = tmp_path / 'samples.txt'
+    record.write_text('recorded\n')
+    script = f"""set -euo pipefail
+source experiments/runs.sh
+fails() {{ echo drawn; false || return; echo more; }}
+into_record {record} fails || echo "status $?"
+ls {tmp_path}; cat {record}
+into_record {record} echo redrawn
+"""
+    result = subprocess.run(['bash', '-c', script], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0 and result.stdout == 'status 1\nsamples.txt\nrecorded\n', result.stderr
+    assert record.read_text() == 'redrawn\n'
