@@ -311,9 +311,9 @@ def claim_corpus_dir(out_dir, tokenizer, source, overwrite=False, content=None):
         if content is not None and meta.get("input") != content:
             held = meta.get("input")
             was = f"{held['bytes']:,} bytes, sha256 {held['sha256'][:12]}" if isinstance(held, dict) else "unrecorded"
-            raise UsageError(f"{out_dir} already holds the corpus of earlier contents of this input ({was}; now {content['bytes']:,} bytes, "
-                             f"sha256 {content['sha256'][:12]}): pass --overwrite=True to prepare it again, or another "
-                             f"--out_dir")
+            now = f"{content['bytes']:,} bytes, sha256 {content['sha256'][:12]}"
+            raise UsageError(f"{out_dir} already holds the corpus of earlier contents of this input ({was}; now "
+                             f"{now}): pass --overwrite=True to prepare it again, or another --out_dir")
         if all((out_dir / f"{split}.bin").exists() for split in meta.get("splits", ())):
             print(f"{out_dir} already holds this corpus ({tokenizer} tokens of {source}): nothing to do "
                   f"(--overwrite=True prepares it again)")
