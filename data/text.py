@@ -4,7 +4,8 @@ Text data: two tokenizers (GPT-2 BPE, which works offline, and raw UTF-8 bytes),
 A prepared corpus is a folder data/<name>/ written by `python data/<name>/prepare.py` (byte-level: data/<name>_bytes/
 from `python data/<name>/prepare.py --tokenizer=bytes`):
     train.bin, val.bin (test.bin)   uint16 ids; every document is followed by BOS (GPT-2's <|endoftext|>)
-    meta.json                       tokenizer, vocab size, BOS id, token and document counts, source
+    meta.json                       tokenizer, vocab size, BOS id, token and document counts, source, and from
+                                    data/prepare.py the input files' size and sha256
 Training draws random windows with get_batch(); evaluation walks a split with iter_windows().
 Every window starts with BOS in column 0: the always-visible conditioning token that
 every row of every attention mask may see (App. B.3, two-stream attention), so no row is empty.
