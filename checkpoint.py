@@ -22,6 +22,9 @@ def save_checkpoint(obj, path):
     atomic_write(path, lambda f: torch.save(obj, f))
 
 def read_checkpoint(path, device='cpu'):
+    if not str(path).strip():
+        raise UsageError("--ckpt= names no checkpoint: point it at a file train.py wrote, e.g. "
+                         "--ckpt=out-<name>/ckpt_best.pt")
     if not os.path.exists(path):
         raise UsageError(f"checkpoint {path} does not exist: train one with `python train.py config/<name>.py` "
                          "or point --ckpt at an existing file")

@@ -75,8 +75,10 @@ if not isinstance(glue_dir, str):
     raise UsageError(f"glue_dir must be 'auto' or a folder holding <Task>/train.tsv, got {glue_dir!r}")
 if mode not in ('finetune', 'linprobe'):
     raise UsageError(f"mode must be 'finetune' or 'linprobe', got {mode!r}")
-task_names = [name for entry in tasks for name in str(entry).split(',') if name] or \
-    [key for key in glue_tasks.TASKS if key != 'wnli']
+task_names = [name for entry in tasks for name in str(entry).split(',') if name]
+if tasks and not task_names:  # --tasks= : a typo, not a request for the eight GLUE tasks
+    raise UsageError("--tasks names no task: pass e.g. --tasks=rte,sst2, or leave it out for the eight GLUE tasks")
+task_names = task_names or [key for key in glue_tasks.TASKS if key != 'wnli']
 specs = {task: glue_tasks.get_task(task) for task in task_names}
 if len(specs) != len(task_names):
     raise UsageError(f"a task is listed twice in --tasks: {task_names}")

@@ -121,12 +121,16 @@ def default_dir(task):
     return PROBING_DIR if spec.probing else OFFLINE_DIR if spec.offline else GLUE_DIR
 
 
-def prepare_hint(task):
-    if get_task(task).probing:
-        return "run `python data/glue/prepare_probing.py`"
-    if get_task(task).offline:
-        return "run `python data/glue/prepare_offline.py`"
-    return f"run `python data/glue/prepare.py --tasks={task}` (needs a network)"
+def prepare_hint(task, glue_dir=None):
+    """The command that writes a task's files where they are read: into glue_dir (--out_dir) when that is not the
+    prepare script's own folder (a GLUE task asked of config/glue_probing.py's data/glue/probing, say)."""
+    spec = get_task(task)
+    script = "prepare_probing.py" if spec.probing else "prepare_offline.py" if spec.offline else \
+        f"prepare.py --tasks={task}"
+    own = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), default_dir(task))
+    elsewhere = glue_dir is not None and os.path.realpath(glue_dir) != os.path.realpath(own)
+    network = "" if spec.probing or spec.offline else " (needs a network)"
+    return f"run `python data/glue/{script}{f' --out_dir={glue_dir}' if elsewhere else ''}`{network}"
 
 
 def result_key(task, split):
@@ -142,7 +146,7 @@ def _column_index(task, header, column, path):
         return column
     if column not in header:
         raise UsageError(f"{path}:1: header has no column {column!r} (it has {header}); "
-                         f"not the official layout? {prepare_hint(task)}")
+                         f"not the official layout? {prepare_hint(task, os.path.dirname(os.path.dirname(path)))}")
     return header.index(column)
 
 
@@ -166,10 +170,10 @@ def read_task(glue_dir, task, split):
     spec = get_task(task)  # split: 'train' or one of spec.dev_splits, as the callers pass it
     task_dir = os.path.join(glue_dir, spec.folder)
     if not os.path.isdir(task_dir):
-        raise UsageError(f"{task}: no folder {task_dir}: {prepare_hint(task)}")
+        raise UsageError(f"{task}: no folder {task_dir}: {prepare_hint(task, glue_dir)}")
     path = os.path.join(task_dir, f"{split}.tsv")
     if not os.path.isfile(path):
-        raise UsageError(f"{task}: {path} is missing: {prepare_hint(task)}")
+        raise UsageError(f"{task}: {path} is missing: {prepare_hint(task, glue_dir)}")
 
     rows = []
     # utf-8-sig drops MRPC's BOM; QUOTE_NONE because GLUE text is raw: a '"' is a character, never quoting
@@ -179,7 +183,7 @@ def read_task(glue_dir, task, split):
         if spec.header:
             header = next(reader, None)
             if header is None:
-                raise UsageError(f"{path}: file is empty (expected a header): {prepare_hint(task)}")
+                raise UsageError(f"{path}: file is empty (expected a header): {prepare_hint(task, glue_dir)}")
             n_columns = len(header)
         text_idx = [_column_index(task, header, column, path) for column in spec.text_columns]
         label_idx = _column_index(task, header, spec.label_column, path)
@@ -194,7 +198,7 @@ def read_task(glue_dir, task, split):
             text_b = fields[text_idx[1]] if len(text_idx) == 2 else None
             rows.append((fields[text_idx[0]], text_b, label))
     if not rows:
-        raise UsageError(f"{path}: no examples in the file: {prepare_hint(task)}")
+        raise UsageError(f"{path}: no examples in the file: {prepare_hint(task, glue_dir)}")
     return rows
 
 

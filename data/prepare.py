@@ -8,8 +8,8 @@ Any text corpus -> GPT-2 tokens, or bytes with --tokenizer=bytes (train.bin, val
 (.jsonl / .json, one document per line in --text_field), each optionally compressed as .gz or .zst.
 The last val_fraction of the documents, in input order, are held out for validation (the paper holds
 out the tail of the Pile); a corpus of a single document (one .txt file) is cut at a line boundary.
-An out_dir that holds another corpus (another tokenizer or input) is refused unless --overwrite=True;
-the same corpus again is left as it is.
+An out_dir that holds another corpus (another tokenizer or input, or input files whose contents changed: meta.json
+records their size and sha256) is refused unless --overwrite=True; the same corpus again is left as it is.
 """
 
 import sys
@@ -18,7 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere: `from data.text import`
 
 from configurator import UsageError, check_ranges, configure, one_line_errors
-from data.text import check_tokenizer, claim_corpus_dir, documents, expand_inputs, hold_out_tail, write_corpus
+from data.text import (check_tokenizer, claim_corpus_dir, documents, expand_inputs, hold_out_tail, input_content,
+                       write_corpus)
 
 # -----------------------------------------------------------------------------
 # default config
@@ -46,7 +47,8 @@ if __name__ == "__main__":  # imported (tests/test_data.py), it only defines spl
         raise UsageError("pass --input=FILES and --out_dir=DIR (python data/prepare.py --help lists every key)")
     paths = expand_inputs(input)
     source = f"data/prepare.py --input={input} ({len(paths)} files), val_fraction={val_fraction}"
-    if claim_corpus_dir(out_dir, check_tokenizer(tokenizer), source, overwrite):
+    content = input_content(paths)  # one plain read of the files: a file edited under its name is another corpus
+    if claim_corpus_dir(out_dir, check_tokenizer(tokenizer), source, overwrite, content):
         sys.exit()  # before the counting pass below, which reads every input once
     n_docs = sum(1 for _ in documents(paths, text_field))  # a counting pass: nothing is held in memory
     if n_docs == 0:
@@ -58,4 +60,5 @@ if __name__ == "__main__":  # imported (tests/test_data.py), it only defines spl
         n_val = max(1, round(n_docs * val_fraction)) if val_fraction > 0 else 0
         train, val = hold_out_tail(documents(paths, text_field), n_val)
         print(f"{n_docs:,} documents: the last {n_val:,} are held out for validation")
-    write_corpus(out_dir, train, val, source=source, tokenizer=tokenizer, overwrite=overwrite)
+    write_corpus(out_dir, train, val, source=source, tokenizer=tokenizer, overwrite=overwrite,
+                 content=content)

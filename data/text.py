@@ -4,7 +4,8 @@ Text data: two tokenizers (GPT-2 BPE, which works offline, and raw UTF-8 bytes),
 A prepared corpus is a folder data/<name>/ written by `python data/<name>/prepare.py` (byte-level: data/<name>_bytes/
 from `python data/<name>/prepare.py --tokenizer=bytes`):
     train.bin, val.bin (test.bin)   uint16 ids; every document is followed by BOS (GPT-2's <|endoftext|>)
-    meta.json                       tokenizer, vocab size, BOS id, token and document counts, source
+    meta.json                       tokenizer, vocab size, BOS id, token and document counts, source, and from
+                                    data/prepare.py the input files' size and sha256
 Training draws random windows with get_batch(); evaluation walks a split with iter_windows().
 Every window starts with BOS in column 0: the always-visible conditioning token that
 every row of every attention mask may see (App. B.3, two-stream attention), so no row is empty.
@@ -273,11 +274,28 @@ def corpus_dir(here, tokenizer):
 CORPUS_FILES = ("meta.json", "train.bin", "val.bin", "test.bin")
 
 
-def claim_corpus_dir(out_dir, tokenizer, source, overwrite=False):
-    """Before any work: -> True when out_dir already holds this very corpus (same tokenizer, same source): nothing to
-    do. Otherwise out_dir becomes a writable folder and False is returned, unless it holds another corpus: that one
-    is refused without overwrite, since a checkpoint names its corpus by folder and would find other tokens there, or
-    none. A prepare that stopped early (its meta.json lists no split yet) left nothing to lose."""
+def input_content(paths):
+    """{'bytes', 'sha256'} of the input files as they lie on disk, in order: a file changed under the same name is
+    another corpus, which its name alone cannot tell. Each file's size goes into the hash too, so moving bytes from
+    one file to the next changes it."""
+    digest, total = hashlib.sha256(), 0
+    for path in paths:
+        size = 0
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+                size += len(chunk)
+        digest.update(f"\0{size}\0".encode())
+        total += size
+    return {"bytes": total, "sha256": digest.hexdigest()}
+
+
+def claim_corpus_dir(out_dir, tokenizer, source, overwrite=False, content=None):
+    """Before any work: -> True when out_dir already holds this very corpus (same tokenizer, same source, and the same
+    input_content when one is given): nothing to do. Otherwise out_dir becomes a writable folder and False is
+    returned, unless it holds another corpus: that one is refused without overwrite, since a checkpoint names its
+    corpus by folder and would find other tokens there, or none. A prepare that stopped early (its meta.json lists
+    no split yet) left nothing to lose."""
     out_dir = Path(out_dir)
     found = [name for name in CORPUS_FILES if (out_dir / name).exists()]
     try:
@@ -291,6 +309,12 @@ def claim_corpus_dir(out_dir, tokenizer, source, overwrite=False):
             what = f"{held[0]!r} tokens of {held[1]}" if meta else f"{', '.join(found)} but no readable meta.json"
             raise UsageError(f"{out_dir} already holds another corpus ({what}): pass --overwrite=True to replace "
                              f"it, or another --out_dir")
+        if content is not None and meta.get("input") != content:
+            held = meta.get("input")
+            was = f"{held['bytes']:,} bytes, sha256 {held['sha256'][:12]}" if isinstance(held, dict) else "unrecorded"
+            now = f"{content['bytes']:,} bytes, sha256 {content['sha256'][:12]}"
+            raise UsageError(f"{out_dir} already holds the corpus of earlier contents of this input ({was}; now "
+                             f"{now}): pass --overwrite=True to prepare it again, or another --out_dir")
         if all((out_dir / f"{split}.bin").exists() for split in meta.get("splits", ())):
             print(f"{out_dir} already holds this corpus ({tokenizer} tokens of {source}): nothing to do "
                   f"(--overwrite=True prepares it again)")
@@ -299,17 +323,18 @@ def claim_corpus_dir(out_dir, tokenizer, source, overwrite=False):
     return False
 
 
-def write_corpus(out_dir, train_docs, val_docs, source, test_docs=None, tokenizer="gpt2", overwrite=False):
+def write_corpus(out_dir, train_docs, val_docs, source, test_docs=None, tokenizer="gpt2", overwrite=False,
+                 content=None):
     """Tokenise document iterables into out_dir/{train,val,test}.bin and meta.json (unless out_dir already holds
     this corpus, or another one: claim_corpus_dir). An empty split (an eval-only corpus has no train) gets no .bin;
     meta.json lists the splits written. test_docs=None: the corpus has no test split at all (only WikiText-2 ships
-    one)."""
+    one). content: the input_content of the files read, recorded in meta.json as 'input'."""
     encoder = get_tokenizer(tokenizer)  # before out_dir exists: a typo leaves no empty folder
     out_dir = Path(out_dir)
-    if claim_corpus_dir(out_dir, tokenizer, source, overwrite):
+    if claim_corpus_dir(out_dir, tokenizer, source, overwrite, content):
         return read_meta(out_dir)
     meta = {"tokenizer": tokenizer, "vocab_size": encoder.n_vocab, "bos": encoder.eot_token, "dtype": "uint16",
-            "source": source, "splits": []}
+            "source": source, **({"input": content} if content else {}), "splits": []}
     atomic_write(out_dir / "meta.json", json.dumps(meta, indent=2) + "\n")  # no split yet: a stopped prepare's mark
     splits = [("train", train_docs), ("val", val_docs)] + ([("test", test_docs)] if test_docs is not None else [])
     for split, docs in splits:

@@ -46,6 +46,9 @@ class RandomInit(Pretrained):
 def open_model(spec, input_kind):
     """--ckpt=PATH (a trained checkpoint) or --ckpt=random:PATH (its architecture at initialisation)."""
     if spec.startswith(RANDOM):
+        if not spec[len(RANDOM):].strip():
+            raise UsageError(f"--ckpt={spec} names no checkpoint after '{RANDOM}': pass --ckpt={RANDOM}<checkpoint>, "
+                             "the run whose initialisation to read (e.g. random:out-<name>/ckpt_best.pt)")
         return RandomInit(spec[len(RANDOM):], input_kind)
     return Pretrained(spec, input_kind)
 

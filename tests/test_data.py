@@ -239,6 +239,22 @@ def test_prepare_refuses_another_tokenizer_in_a_prepared_folder(tmp_path, capsys
     assert "cannot write to" in script_error("data/prepare.py", book[0], f"--out_dir={tmp_path}/a_file/sub")
 
 
+def test_prepare_sees_an_input_changed_under_its_name(tmp_path, capsys):
+    """The same --input path with other contents (same size, one byte changed) is another corpus: refused, naming
+    --overwrite=True, and with it the corpus holds the new text; the same contents again are left as they are."""
+    book = tmp_path / "book.txt"
+    args = [f"--input={book}", f"--out_dir={tmp_path}/book", "--tokenizer=bytes", "--val_fraction=0.3"]
+    book.write_text("First line.\nSecond line.\nThird line.\n")
+    run_in_process("data/prepare.py", *args)
+    book.write_text("First line.\nSecond line.\nThird lime.\n")
+    assert "--overwrite=True" in script_error("data/prepare.py", *args)
+    run_in_process("data/prepare.py", *args, "--overwrite=True")
+    assert read_bin(tmp_path / "book" / "val.bin") == list(b"Third lime.\n") + [256]
+    with pytest.raises(SystemExit):
+        run_in_process("data/prepare.py", *args)
+    assert "nothing to do" in capsys.readouterr().out
+
+
 def test_load_tokens_tells_a_missing_corpus_from_one_of_other_tokens(tmp_path, monkeypatch):
     """data/<name> missing for a byte model points to data/<name>_bytes and its prepare command; a missing corpus
     elsewhere gets data/prepare.py with the model's tokenizer."""

@@ -323,6 +323,12 @@ def test_bad_input_one_line_each(tmp_path):
         ([f'--ckpt={ar}', f'--glue_dir={FIXTURES}', '--tasks=rte', '--mode=probe'], ["'linprobe'"]),
         ([f'--ckpt={ar}', f'--glue_dir={FIXTURES}', '--tasks=(nope,)'], ["unknown task 'nope'"]),
         ([f'--ckpt={ar}', f'--glue_dir={FIXTURES}', '--tasks=(rte,nope)'], ["unknown task 'nope'"]),
+        ([f'--ckpt={ar}', f'--glue_dir={FIXTURES}', '--tasks=', '--mode=linprobe'], ['--tasks']),  # not all eight
+        (['--ckpt=random:', f'--glue_dir={FIXTURES}', '--tasks=rte'], ['random:<checkpoint>']),
+        (['--ckpt=', f'--glue_dir={FIXTURES}', '--tasks=rte'], ['--ckpt=']),
+        # a GLUE task where the probing config reads: the command that writes there
+        (['config/glue_probing.py', f'--ckpt={ar}', '--tasks=cola'],
+         ['prepare.py --tasks=cola --out_dir=', os.path.join('data', 'glue', 'probing')]),
     ]
     for args, fragments in cases:
         message = script_error('eval_glue.py', *args, '--progress=False', f'--out_dir={tmp_path / "out"}')

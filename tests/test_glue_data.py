@@ -96,6 +96,7 @@ def test_layout_details():
     assert gt.result_key("mnli", "dev_mismatched") == "mnli_mm" and gt.result_key("rte", "dev") == "rte"
     assert gt.default_dir("hedge") == gt.OFFLINE_DIR and gt.default_dir("cola") == gt.GLUE_DIR
     assert gt.default_dir("somo") == gt.PROBING_DIR and "prepare_probing.py" in gt.prepare_hint("somo")
+    assert "--out_dir" not in gt.prepare_hint("cola", os.path.join(REPO, gt.GLUE_DIR))  # where prepare.py writes
 
 # -----------------------------------------------------------------------------
 # bad input: one clear line each
@@ -112,9 +113,11 @@ def copy_task(tmp_path, task, split, edit):
 
 
 def test_missing_task_folder(tmp_path):
+    """The command named writes where the files are read: a folder other than the script's own is its --out_dir."""
     one_line_error(lambda: gt.read_task(str(tmp_path), "cola", "train"),
-                   "CoLA", "python data/glue/prepare.py --tasks=cola")
-    one_line_error(lambda: gt.read_task(str(tmp_path), "hedge", "dev"), "python data/glue/prepare_offline.py")
+                   "CoLA", f"python data/glue/prepare.py --tasks=cola --out_dir={tmp_path}")
+    one_line_error(lambda: gt.read_task(str(tmp_path), "hedge", "dev"),
+                   f"python data/glue/prepare_offline.py --out_dir={tmp_path}")
     (tmp_path / "RTE").mkdir()
     one_line_error(lambda: gt.read_task(str(tmp_path), "rte", "dev"), "dev.tsv is missing", "prepare.py --tasks=rte")
 
@@ -286,6 +289,8 @@ def test_prepare_script_takes_tasks_as_a_list_and_stops_with_one_line(tmp_path):
         assert sorted(os.listdir(tmp_path / out)) == ["RTE", "WNLI"]
         assert len(gt.read_task(str(tmp_path / out), "rte", "dev")) == EXPECTED["rte"]["dev"][0]
     assert "unknown task 'glue'" in script_error("data/glue/prepare.py", "--tasks=rte,glue")
+    assert "--tasks" in script_error("data/glue/prepare.py", "--tasks=", f"--cache_dir={tmp_path / 'empty'}",
+                                     "--download=False", f"--out_dir={tmp_path / 'out'}")  # not all nine
     assert "unknown source 'tfds'" in script_error("data/glue/prepare.py", "--source=tfds")
     one_error_line(run_script("data/glue/prepare.py", "--out=x"),
                    "data/glue/prepare.py: error: unknown config key 'out' (from --out)")

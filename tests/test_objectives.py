@@ -13,7 +13,7 @@ import torch
 
 import objectives
 from conditioning import conditioning_sets, target_positions
-from conftest import ROOT, random_tokens, run_in_process, write_corpus
+from conftest import ROOT, random_tokens, run_in_process, script_error, write_corpus
 from evals.glue import pretraining_attention
 from evals.ppl import prefix_batch, prefix_style
 from evals.vision import probe_groups
@@ -439,6 +439,26 @@ def test_python_mask_picture_prints_the_masks_the_readme_shows(capsys):
         if block.startswith('dar'):
             assert block in readme, block.splitlines()[0]
 
+
+
+def test_mask_picture_takes_keys_as_every_script_does(capsys):
+    """A typo, an unknown objective or too short a sequence stops with one line naming it (every argument used to be
+    ignored: --help printed the picture); --objectives and --tokens pick what is drawn, its marks in one column."""
+    assert "'typo'" in script_error('mask_picture.py', '--typo=1')
+    assert "'nope'" in script_error('mask_picture.py', '--objectives=dar,nope')
+    assert "--objectives" in script_error('mask_picture.py', '--objectives=')
+    assert "'tokens'" in script_error('mask_picture.py', '--tokens=2')
+    with pytest.raises(SystemExit):
+        run_in_process('mask_picture.py', '--help')
+    assert '--tokens=6' in capsys.readouterr().out
+    run_in_process('mask_picture.py', '--objectives=dar,gvp', '--tokens=10')
+    printed = capsys.readouterr().out
+    assert [line for line in printed.splitlines() if '(columns' in line] == [
+        "dar t=2   (columns: positions B 1..10; '#' = may attend)", "gvp K=3 mixed   (columns: positions B 1..10; "
+        "'#' = may attend)"]
+    dar = printed[:printed.index('\n\n')].splitlines()
+    assert '  query   10        g=6 |##########.|' in dar  # the last target sees every group before its own
+    assert len({line.index('|') for line in printed.splitlines() if '|' in line}) == 1
 
 # the group ids seed 3 draws for two sequences of 12: every recorded run (experiments/) trained on the batches its seed
 # drew, so the draws (sizes first, then the visiting order) must not change

@@ -1,14 +1,15 @@
 """The probing suite's builder (data/glue/prepare_probing.py) on a tiny synthetic corpus laid out as the prepare
 scripts write theirs: balanced labels, what each perturbation changes, held-out text only, determinism, and the
-one-line error of a corpus not prepared."""
+one-line errors of a corpus not prepared, of bad flags and of sizes the sources cannot give."""
 import json
 import os
+import re
 from collections import Counter
 
 import numpy as np
 import pytest
 
-from conftest import one_error_line, run_script
+from conftest import one_error_line, run_script, script_error
 from configurator import UsageError
 from data import glue_tasks as gt
 from data.glue import prepare_probing as pp
@@ -141,3 +142,27 @@ def test_script_writes_the_layout_eval_glue_reads(tmp_path, data_dir):
     for task in gt.PROBING_TASKS:
         rows = gt.read_task(str(tmp_path), task, "dev")
         assert len(rows) == 20 and rows[0][1] is None
+
+
+def test_bad_flags_stop_with_one_line_naming_the_key(tmp_path, data_dir):
+    (tmp_path / "a_file").write_text("not a folder")
+    common = [f"--data_dir={data_dir}", "--train_size=40", "--dev_size=20"]
+    assert "'seed'" in script_error("data/glue/prepare_probing.py", *common, "--seed=-1", f"--out_dir={tmp_path}/out")
+    for out_dir in (tmp_path / "a_file", tmp_path / "a_file" / "sub"):
+        assert "--out_dir" in script_error("data/glue/prepare_probing.py", *common, f"--out_dir={out_dir}")
+
+
+def test_sizes_the_sources_cannot_give_stop_before_drawing_naming_the_most(tmp_path, data_dir):
+    """A size past what the windows allow stops at once (a huge one ran for minutes first), naming the most the
+    sources give; exactly that many is built, one more is refused."""
+    sources = pp.load_sources(data_dir)
+    with pytest.raises(UsageError, match=r"--train_size=\d+ or less") as error:
+        pp.build(sources, 7, {"train": 100_000, "dev": 20}, 1 / 3)
+    most = int(re.search(r"--train_size=(\d+)", str(error.value))[1])
+    built = pp.build(sources, 7, {"train": most, "dev": 20}, 1 / 3)
+    assert all(len(splits["train"]) == most for splits in built.values())
+    with pytest.raises(UsageError, match=f"at most {most:,} train examples"):
+        pp.build(sources, 7, {"train": most + 1, "dev": 20}, 1 / 3)
+    assert "--dev_size=" in script_error("data/glue/prepare_probing.py", f"--data_dir={data_dir}", "--train_size=40",
+                                         "--dev_size=1000000000", f"--out_dir={tmp_path}")
+    assert pp.most_balanced([5, 3, 3]) == 10  # 4 + 3 + 3: the first label takes the one left over

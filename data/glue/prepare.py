@@ -168,7 +168,10 @@ def prepare(tasks, out_dir, cache_dir, source="urls", allow_download=True):
 if __name__ == "__main__":  # imported (tests/test_glue_data.py), it only defines the steps
     one_line_errors("data/glue/prepare.py")
     configure(globals(), sys.argv[1:])
-    task_names = [name for entry in tasks for name in str(entry).split(",") if name] or list(TASKS)
+    task_names = [name for entry in tasks for name in str(entry).split(",") if name]
+    if tasks and not task_names:  # --tasks= : a typo, not a request for all nine downloads
+        raise UsageError("--tasks names no task: pass e.g. --tasks=cola,rte, or leave it out for all nine")
+    task_names = task_names or list(TASKS)
     unknown = [task for task in task_names if task not in TASKS]
     if unknown:
         raise UsageError(f"unknown task {unknown[0]!r}: choose from {','.join(TASKS)} (leave --tasks out for all)")

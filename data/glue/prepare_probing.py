@@ -25,7 +25,8 @@ of one split may overlap). Labels are exactly balanced.
                    spoken lines is verse if none of lines 2.. starts lowercase, prose if half of them or more do,
                    else left out; a window must lie in blocks of one kind.
   wiki_bigram_shift, wiki_somo   the same two tasks on Wikipedia
-Sizes: TRAIN_SIZE / DEV_SIZE examples per task (below), deterministic given --seed.
+Sizes: TRAIN_SIZE / DEV_SIZE examples per task (below), deterministic given --seed; a size the sources' windows
+cannot give is refused before any drawing, naming the most they give.
 
     python data/glue/prepare_probing.py              # -> data/glue/probing/<task>/{train,dev}.tsv
     python data/glue/prepare_probing.py --seed=7 --train_size=400 --dev_size=200 --out_dir=elsewhere
@@ -46,6 +47,7 @@ from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import DATA_DIR
 from data.glue_tasks import PROBING_TASKS, write_tsv
 from data.shakespeare.prepare import VAL_PLAYS
+from output import writable_folder
 
 WINDOW, MAX_BYTES = 100, 126  # BOS + 126 bytes fit a block of 128
 TRAIN_SIZE, DEV_SIZE = 4000, 2000
@@ -193,14 +195,21 @@ def perturbed(documents, spans, n, rng, change, what):
     return out
 
 
-def labelled(documents, spans, n, rng, label_of, n_labels, what):
-    """n examples balanced over n_labels by label_of(document, start, end) (None: unusable): [(text, label)]."""
+def label_pools(spans, label_of, n_labels):
+    """{label: [(document, start, end)]}: the windows label_of(document, start, end) gives each label (None:
+    unusable)."""
     by_label = {label: [] for label in range(n_labels)}
     for d, split_spans in enumerate(spans):
         for s, e in split_spans:
             label = label_of(d, s, e)
             if label is not None:
                 by_label[label].append((d, s, e))
+    return by_label
+
+
+def labelled(documents, spans, n, rng, label_of, n_labels, what):
+    """n examples balanced over n_labels by label_of(document, start, end) (None: unusable): [(text, label)]."""
+    by_label = label_pools(spans, label_of, n_labels)
     out = []
     for label in range(n_labels):
         share = n // n_labels + (label < n % n_labels)
@@ -209,11 +218,51 @@ def labelled(documents, spans, n, rng, label_of, n_labels, what):
     return [out[i] for i in rng.permutation(len(out))]
 
 
+def play_rules(documents):
+    """{task: (number of labels, label_of(document, start, end))} of the tasks only the plays have."""
+    return {
+        "play": (len(documents), lambda d, s, e: d),
+        "speaker_change": (2, lambda d, s, e: int(documents[d][1][s] != documents[d][1][e - 1])),
+        "verse_prose": (2, lambda d, s, e: int(documents[d][2][s]) if documents[d][2][s] >= 0 and
+                        len(set(documents[d][2][s:e])) == 1 else None),
+    }
+
+
+def most_balanced(counts):
+    """The largest n that labelled() draws from pools of these sizes: label l takes n // k + (l < n % k)."""
+    low = min(counts)
+    return len(counts) * low + counts.index(low)  # the labels before the first smallest pool take one more
+
+
+def supply(documents_by_source, spans_by_source):
+    """{split: (n, task)}: the most examples per task the sources can give a split, and the task that gives fewest.
+    bigram_shift and somo count every window (one with nothing to change cannot be a positive: perturbed() may still
+    run short, and says so)."""
+    most = {}
+    for source, documents in documents_by_source.items():
+        spans, prefix = spans_by_source[source], "" if source == "plays" else "wiki_"
+        rules = play_rules(documents) if source == "plays" else {}
+        for split in ("train", "dev"):
+            n_windows = sum(len(s[split]) for s in spans)
+            most.setdefault(split, []).extend((n_windows, prefix + task) for task in ("bigram_shift", "somo"))
+            for task, (n_labels, rule) in rules.items():
+                pools = label_pools([s[split] for s in spans], rule, n_labels)
+                most[split].append((most_balanced([len(pool) for pool in pools.values()]), task))
+    return {split: min(pairs) for split, pairs in most.items()}
+
+
 def build(documents_by_source, seed, sizes, dev_fraction):
-    """{task: {split: [(text, label)]}} (bigram_shift and somo rows carry the source words third)."""
+    """{task: {split: [(text, label)]}} (bigram_shift and somo rows carry the source words third). Sizes the
+    sources cannot give stop before any drawing, with the most they can."""
+    spans_by_source = {source: [windows(document, dev_fraction) for document in documents]
+                       for source, documents in documents_by_source.items()}
+    for split, (most, task) in supply(documents_by_source, spans_by_source).items():
+        if sizes[split] > most:
+            raise UsageError(f"{split}_size={sizes[split]:,} is more than the sources give: at most {most:,} {split} "
+                             f"examples per task ({task} has the fewest windows): pass --{split}_size={most} or less")
     tasks = {}
     for source, documents in documents_by_source.items():
-        spans = [windows(document, dev_fraction) for document in documents]
+        spans = spans_by_source[source]
         by_length = vocabulary(documents)
         prefix = "" if source == "plays" else "wiki_"
         for task, change in (("bigram_shift", bigram_shift), ("somo", lambda w, r: somo(w, r, by_length))):
@@ -223,13 +272,7 @@ def build(documents_by_source, seed, sizes, dev_fraction):
                                     for i, (split, n) in enumerate(sizes.items())}
         if source != "plays":
             continue
-        rules = {
-            "play": (len(documents), lambda d, s, e: d),
-            "speaker_change": (2, lambda d, s, e: int(documents[d][1][s] != documents[d][1][e - 1])),
-            "verse_prose": (2, lambda d, s, e: int(documents[d][2][s]) if documents[d][2][s] >= 0 and
-                            len(set(documents[d][2][s:e])) == 1 else None),
-        }
-        for task, (n_labels, rule) in rules.items():
+        for task, (n_labels, rule) in play_rules(documents).items():
             tasks[task] = {split: labelled(documents, [s[split] for s in spans], n,
                                            np.random.default_rng([seed, len(tasks), i]), rule, n_labels,
                                            f"{task} {split}")
@@ -262,8 +305,11 @@ def majority(splits):
 if __name__ == "__main__":  # imported (tests/test_prepare_probing.py), it only defines the steps
     one_line_errors("data/glue/prepare_probing.py")
     configure(globals(), sys.argv[1:])
-    check_ranges(globals(), {"dev_fraction": "(0, 1)", "train_size": "[2, inf)", "dev_size": "[2, inf)"})
-    tasks = build(load_sources(data_dir), seed, {"train": train_size, "dev": dev_size}, dev_fraction)
+    check_ranges(globals(), {"dev_fraction": "(0, 1)", "train_size": "[2, inf)", "dev_size": "[2, inf)",
+                             "seed": "[0, inf)"})  # numpy seeds are non-negative
+    sources = load_sources(data_dir)
+    writable_folder(out_dir)  # before the drawing, not after it
+    tasks = build(sources, seed, {"train": train_size, "dev": dev_size}, dev_fraction)
     write(out_dir, tasks)
     for task, splits in tasks.items():
         print(f"{task:<18} train {len(splits['train']):>5}  dev {len(splits['dev']):>5}  "
