@@ -167,8 +167,9 @@ def restore_generators(checkpoint, streams, rank, device, batch_size):
         for generator, seed in zip(streams, seeds[rank * len(streams):(rank + 1) * len(streams)]):
             generator.manual_seed(seed)
         note = (f"warning: a step's {total * batch_size} rows come as {total} x batch_size={batch_size}, the "
-                f"checkpoint's as {len(saved)} x {checkpoint['config'].get('batch_size', '?')}: new data streams draw them, so "
-                "the batches differ from the uninterrupted run's (the model, optimizer and schedule resume exactly)")
+                f"checkpoint's as {len(saved)} x {checkpoint['config'].get('batch_size', '?')}: new data streams draw "
+                "them, so the batches differ from the uninterrupted run's (the model, optimizer and schedule resume "
+                "exactly)")
     if rank < len(checkpoint['torch_rng']):
         saved_rng = checkpoint['torch_rng'][rank]
         cpu_rng, cuda_rng = (saved_rng, None) if isinstance(saved_rng, torch.Tensor) else saved_rng
