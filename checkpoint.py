@@ -12,7 +12,7 @@ import torch.distributed as dist
 from configurator import UsageError
 from model import ModelConfig, Transformer
 from objectives import Objective
-from output import atomic_write, claim_out_dir
+from output import atomic_write, claim_out_dir, named_folder
 
 
 # -----------------------------------------------------------------------------
@@ -85,14 +85,14 @@ RUN_FILES = ('ckpt_last.pt', 'ckpt_best.pt', 'log.jsonl', 'loss.png', 'loss.csv'
 def claim_run(out_dir, init_from, overwrite, master=True):
     """Refuse before anything is read or written (a run stopped before its first evaluation saved no checkpoint: it
     can only start again). With overwrite the old run stays until the new one has started. -> the run's file paths"""
-    run_files = [os.path.join(out_dir, name) for name in RUN_FILES]
+    run_files = [os.path.join(named_folder(out_dir), name) for name in RUN_FILES]
     last_path = run_files[0]
     if init_from == 'resume' and not os.path.lexists(last_path):
         raise UsageError(f"{out_dir} holds no ckpt_last.pt to resume (a run killed before its first evaluation saved "
                          "none): start the run with --init_from=scratch" +
                          (" --overwrite=True" if any(map(os.path.lexists, run_files)) else ''))
-    if master:
-        claim_out_dir(out_dir, RUN_FILES if init_from == 'scratch' and not overwrite else [],
+    if master:  # not made yet: a run refused or interrupted before training leaves no empty out_dir (train.py)
+        claim_out_dir(out_dir, RUN_FILES if init_from == 'scratch' and not overwrite else [], create=False,
                       fix="continue it with --init_from=resume, train into a new --out_dir, or pass --overwrite=True "
                       "to delete it first" if os.path.lexists(last_path) else
                       "it saved no checkpoint to resume: pass --overwrite=True to start it again, or a new --out_dir")
@@ -109,6 +109,12 @@ def left_behind(run_files):
 # schedule, data or evaluation would silently make a different run
 RESUMABLE_CHANGES = ('out_dir', 'init_from', 'overwrite', 'max_iters', 'eval_interval', 'log_interval', 'progress',
                      'device', 'dtype', 'compile', 'attn_backend')
+# a step's rows (the optimizer's batch) may be split otherwise, as another process count may need
+# (devices.micro_steps), but not change in number
+SPLIT = ('batch_size', 'gradient_accumulation_steps')
+
+def rows_per_step(config):
+    return config['batch_size'] * config['gradient_accumulation_steps']
 
 def check_resume(checkpoint, path, config, model_config):
     """train.py's config against the run its checkpoint records. -> True if that run already reached max_iters"""
@@ -120,12 +126,15 @@ def check_resume(checkpoint, path, config, model_config):
                          "resume with the settings it was trained with, or use a new out_dir")
     saved = checkpoint.get('config', {})
     as_saved = lambda value: list(value) if isinstance(value, tuple) else value  # noqa: E731 (tuples load as lists)
-    changed = [k for k in config if k in saved and k not in RESUMABLE_CHANGES
-               and as_saved(saved[k]) != as_saved(config[k])]
+    rows = rows_per_step(saved) if set(SPLIT) <= set(saved) else None
+    changed = [k for k in config if k in saved and k not in RESUMABLE_CHANGES and not (k in SPLIT and rows ==
+               rows_per_step(config)) and as_saved(saved[k]) != as_saved(config[k])]
     if changed:
+        split = f" (batch_size x gradient_accumulation_steps may change if it stays {rows} rows a step)" \
+            if rows and set(SPLIT) & set(changed) else ''
         raise UsageError(f"{path} was trained with " + ', '.join(f"{k}={saved[k]!r}" for k in changed) +
                          " but this command says " + ', '.join(f"{k}={config[k]!r}" for k in changed) +
-                         ": resume with the checkpoint's settings, or start a new run in another --out_dir")
+                         f": resume with the checkpoint's settings{split}, or start a new run in another --out_dir")
     if config['max_iters'] < checkpoint['iter']:
         raise UsageError(f"{path} is at iter {checkpoint['iter']}: max_iters={config['max_iters']} must exceed it to "
                          "train on")
@@ -141,21 +150,36 @@ def gather_generators(stream_states, device):
     dist.all_gather_object(gathered, (stream_states, torch_rng))
     return [g[0] for g in gathered], [g[1] for g in gathered]
 
-def restore_generators(checkpoint, streams, rank, device):
+def restore_generators(checkpoint, streams, rank, device, batch_size):
     """The data streams are CPU generators, saved in stream order whatever the process count: each process takes
     its own again (stream = rank * micro-steps + micro_step), so the data is exactly the uninterrupted run's on any
-    device and any number of processes. The global generators only drop out: this process's, where the checkpoint
-    has one (a CPU state; on CUDA the pair (CPU, CUDA)), the CUDA part only on CUDA; a process it lacks keeps its
-    seed."""
-    saved = [state for states in checkpoint['streams'] for state in states]
-    for generator, state in zip(streams, saved[rank * len(streams):(rank + 1) * len(streams)]):
-        generator.set_state(state)
+    device and any number of processes that keeps the split of a step's rows. Split otherwise (check_resume), the
+    step's rows cannot be those batches: new streams, seeded from the checkpoint's first, draw new rows (not the
+    run's first batches again). The global generators only drop out: this process's, where the checkpoint has one
+    (a CPU state; on CUDA the pair (CPU, CUDA)), the CUDA part only on CUDA; a process it lacks keeps its seed.
+    -> '' where the data is the uninterrupted run's, else a line saying it is not"""
+    saved, note = [state for states in checkpoint['streams'] for state in states], ''
+    total = len(streams) * (dist.get_world_size() if dist.is_initialized() else 1)  # gradient_accumulation_steps
+    if len(saved) == total:
+        for generator, state in zip(streams, saved[rank * len(streams):(rank + 1) * len(streams)]):
+            generator.set_state(state)
+    else:
+        first = torch.Generator()
+        first.set_state(saved[0])
+        seeds = torch.randint(2 ** 62, (total,), generator=first).tolist()  # the same on every process
+        for generator, seed in zip(streams, seeds[rank * len(streams):(rank + 1) * len(streams)]):
+            generator.manual_seed(seed)
+        note = (f"warning: a step's {total * batch_size} rows come as {total} x batch_size={batch_size}, the "
+                f"checkpoint's as {len(saved)} x {checkpoint['config'].get('batch_size', '?')}: new data streams draw "
+                "them, so the batches differ from the uninterrupted run's (the model, optimizer and schedule resume "
+                "exactly)")
     if rank < len(checkpoint['torch_rng']):
         saved_rng = checkpoint['torch_rng'][rank]
         cpu_rng, cuda_rng = (saved_rng, None) if isinstance(saved_rng, torch.Tensor) else saved_rng
         torch.set_rng_state(cpu_rng)
         if device.startswith('cuda') and cuda_rng is not None:
             torch.cuda.set_rng_state(cuda_rng, device)
+    return note
 
 # -----------------------------------------------------------------------------
 # a pretrained checkpoint, as an evaluation script reads it

@@ -156,11 +156,13 @@ def configure(config, argv):
         sys.exit(0)
 
 
-def one_line_errors(script):
-    """Bad input ends with `script: error: <one line>` and exit code 1, not a traceback. The hook returns rather
-    than exiting (an uncaught exception exits with 1 anyway): under torchrun, torch.distributed wraps it to prefix
-    each line with the rank, and writes what it printed only after it returns. torchrun then reports any child's
-    non-zero exit with a traceback of its own launcher (ChildFailedError), whatever the child printed or raised."""
+def one_line_errors(script, interrupted=''):
+    """Bad input ends with `script: error: <one line>` and exit code 1, not a traceback; with `interrupted` (what a
+    Ctrl-C leaves, e.g. before train.py's loop takes over the signal) so does Ctrl-C, as `script: <interrupted>`, and
+    Python exits by SIGINT (130 in a shell). The hook returns rather than exiting (an uncaught exception exits with 1
+    anyway): under torchrun, torch.distributed wraps it to prefix each line with the rank, and writes what it printed
+    only after it returns. torchrun then reports any child's non-zero exit with a traceback of its own launcher
+    (ChildFailedError), whatever the child printed or raised."""
     def hook(kind, error, tb):
         if issubclass(kind, UsageError):
             # under torchrun every process checks the same input and fails alike: local rank 0 of each node says
@@ -170,6 +172,9 @@ def one_line_errors(script):
             grouped = distributed is not None and distributed.is_available() and distributed.is_initialized()
             if grouped or os.environ.get('LOCAL_RANK', '0') == '0':
                 print(f"{script}: error: {error}", file=sys.stderr, flush=True)
+        elif interrupted and issubclass(kind, KeyboardInterrupt):  # a terminal's Ctrl-C reaches every process
+            if os.environ.get('LOCAL_RANK', '0') == '0':
+                print(f"{script}: {interrupted}", file=sys.stderr, flush=True)
         else:
             sys.__excepthook__(kind, error, tb)
     sys.excepthook = hook

@@ -69,11 +69,13 @@ def to_device(batch, device, non_blocking=False):  # a batch of objectives.py: t
 
 def micro_steps(gradient_accumulation_steps, batch_size):
     """-> (world_size, micro-steps of each process): torchrun's WORLD_SIZE processes share the global batch's
-    gradient_accumulation_steps micro-steps, so it must be a multiple of their number."""
+    gradient_accumulation_steps micro-steps, so it must be a multiple of their number. The fix it names keeps a
+    step's rows, as a resumed run must (checkpoint.check_resume)."""
     world_size = int(os.environ.get('WORLD_SIZE', 1))
     if gradient_accumulation_steps % world_size:
-        steps = world_size * -(-gradient_accumulation_steps // world_size)
         rows = batch_size * gradient_accumulation_steps  # a step's rows: the same with fewer rows per micro-step
+        steps = world_size * -(-gradient_accumulation_steps // world_size)
+        steps = next((n for n in range(steps, rows + 1, world_size) if rows % n == 0), steps)
         raise UsageError(f"gradient_accumulation_steps={gradient_accumulation_steps} must be a multiple of the "
                          f"{world_size} processes: it counts micro-steps summed over all of them (pass "
                          f"--gradient_accumulation_steps={steps}" + (f" --batch_size={rows // steps} for the same "

@@ -64,24 +64,41 @@ def current_umask():
     return umask
 
 
-def writable_folder(out_dir):
-    """Before any work: out_dir must be a folder this process can write to (created if missing), not a file, nor
-    under one."""
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+def named_folder(out_dir):
+    """--out_dir= (empty) would write into the working folder: refused where out_dir enters. -> out_dir"""
+    if not out_dir:
+        raise UsageError("out_dir is empty: pass --out_dir=<folder> for the results")
+    return out_dir
+
+
+def writable_folder(out_dir, create=True):
+    """Before any work: out_dir must be a folder this process can write to, not a file, nor under one. Created if
+    missing, or with create=False only tried (made and removed again), so a script that stops before it writes
+    leaves no empty folder behind."""
+    if os.path.exists(named_folder(out_dir)) and not os.path.isdir(out_dir):
         raise UsageError(f"out_dir {out_dir} is a file, not a folder: pass another --out_dir")
+    missing, folder = [], os.path.abspath(out_dir)
+    while not create and not os.path.lexists(folder):
+        missing.append(folder)
+        folder = os.path.dirname(folder)
     try:
         os.makedirs(out_dir, exist_ok=True)
         tempfile.TemporaryFile(dir=out_dir).close()
     except OSError as error:
         raise UsageError(f"cannot write to out_dir {out_dir} ({error.strerror}): pass a --out_dir you can write to") \
             from None
+    finally:
+        for folder in filter(os.path.isdir, missing):  # the deepest first
+            os.rmdir(folder)
 
 
-def claim_out_dir(out_dir, results, overwrite=False, fix='pass --overwrite=True to replace them, or a new --out_dir'):
-    """Before any work: out_dir must be a writable folder (created if missing), and must not hold any of `results`
-    (file names) unless overwrite. With overwrite, the old results are deleted now, so none of an earlier run's
-    files (a plot of other checkpoints, say) is left beside the new ones."""
-    writable_folder(out_dir)
+def claim_out_dir(out_dir, results, overwrite=False, fix='pass --overwrite=True to replace them, or a new --out_dir',
+                  create=True):
+    """Before any work: out_dir must be a writable folder (created if missing, unless create=False: the caller makes
+    it when it writes), and must not hold any of `results` (file names) unless overwrite. With overwrite, the old
+    results are deleted now, so none of an earlier run's files (a plot of other checkpoints, say) is left beside the
+    new ones."""
+    writable_folder(out_dir, create)
     found = [name for name in results if os.path.exists(os.path.join(out_dir, name))]
     if found and not overwrite:
         raise UsageError(f"{out_dir} already holds {', '.join(found)} from an earlier run: {fix}")
@@ -94,7 +111,7 @@ TRAINING_RUN = ('ckpt_last.pt', 'ckpt_best.pt', 'log.jsonl')  # what train.py le
 
 def refuse_training_run(out_dir):
     """An evaluation's out_dir must not be a training run's, overwrite or not: its results would mix with the run's."""
-    run = [name for name in TRAINING_RUN if os.path.exists(os.path.join(out_dir, name))]
+    run = [name for name in TRAINING_RUN if os.path.exists(os.path.join(named_folder(out_dir), name))]
     if run:
         raise UsageError(f"{out_dir} holds a training run ({', '.join(run)}): pass an --out_dir of its own for the "
                          "evaluation")

@@ -15,13 +15,16 @@ import sys
 import time
 from dataclasses import asdict
 
+from configurator import UsageError, check_ranges, configure, one_line_errors
+
+# first: a Ctrl-C in the seconds of imports, data and model below is one line (the loop saves on it instead)
+one_line_errors('train.py', interrupted='interrupted before training began: nothing written')
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from checkpoint import (check_resume, checked_model_config, claim_run, gather_generators, left_behind, read_checkpoint,
                         restore_generators, save_checkpoint)
-from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.sources import image_source, text_source
 from devices import (check_device, check_memory, micro_steps, peak_flops, pick_attn_backend, pick_compile,
                      setup_processes, step_flops, step_memory, stop_on_signals, to_device)
@@ -90,7 +93,6 @@ eval_objective = ''         # score both splits with another objective's loss ('
                             # dar model left to right, 'mdlm' gives a masked model's any-order likelihood bound
 progress = True
 # -----------------------------------------------------------------------------
-one_line_errors('train.py')
 config_keys = [k for k, v in globals().items()
                if not k.startswith('_') and isinstance(v, (int, float, bool, str, tuple, type(None)))]
 configure(globals(), sys.argv[1:])
@@ -112,7 +114,7 @@ master = int(os.environ.get('RANK', 0)) == 0  # torchrun's rank 0 speaks for all
 device_type = check_device(device, dtype).split(':')[0]  # 'auto' resolved
 attn_backend, compile = pick_attn_backend(attn_backend, device_type), pick_compile(compile, device_type)
 world_size, accum = micro_steps(gradient_accumulation_steps, batch_size)  # accum: micro-steps of this process
-check_schedule(learning_rate, warmup_iters, lr_decay_iters, min_lr, max_iters, schedule, warn=master)
+schedule_warning = check_schedule(learning_rate, warmup_iters, lr_decay_iters, min_lr, max_iters, schedule)
 sequence_length = block_size if input_kind == 'tokens' else (image_size // patch_size) ** 2 + 1  # + BOS / CLS
 pretraining = Objective.from_config(config).check(sequence_length)  # every objective setting, resolved
 scoring = pretraining if not eval_objective else Objective.from_config(
@@ -170,14 +172,14 @@ optimizer = torch.optim.AdamW(model.optim_groups(weight_decay), lr=learning_rate
                               **({'fused': True} if device_type == 'cuda' else {}))
 # float16's narrow range underflows small gradients: scale the loss up, and the gradients back down before the step
 scaler = torch.amp.GradScaler(device_type, enabled=dtype == 'float16')
-iter_num, best_val_loss = 0, float('inf')
+iter_num, best_val_loss, data_warning = 0, float('inf'), ''
 if checkpoint is not None:
     model.load_state_dict(checkpoint['model'])
     optimizer.load_state_dict(checkpoint['optimizer'])
     if scaler.is_enabled() and checkpoint.get('scaler'):
         scaler.load_state_dict(checkpoint['scaler'])
     iter_num, best_val_loss = checkpoint['iter'], checkpoint['best_val_loss']
-    restore_generators(checkpoint, streams, rank, device)
+    data_warning = restore_generators(checkpoint, streams, rank, device, batch_size)
     checkpoint = None  # free memory
 raw_model = model  # evaluation and checkpoints use the plain module: its state_dict keys carry no wrapper's prefix
 if compile:  # static shapes: every batch of a run has the same (objectives pad to fixed widths)
@@ -236,6 +238,9 @@ if master:
     print(f"{tag} | {pretraining.label} | {raw_model.num_params() / 1e6:.2f}M parameters | {device} {dtype} "
           f"{attn_backend}{' compiled' if compile else ''} | "
           f"{world_size} process(es) x {accum} micro-steps x {batch_size} | -> {out_dir}")
+    for warning in filter(None, (schedule_warning, data_warning)):  # now that no check can refuse the run
+        print(warning, file=sys.stderr)
+    os.makedirs(out_dir, exist_ok=True)  # only now: a run refused or interrupted before leaves no empty out_dir
     for path in filter(os.path.exists, run_files if init_from == 'scratch' else []):  # --overwrite=True said so
         os.remove(path)
 

@@ -369,6 +369,22 @@ def prepare_command(data_dir, tokenizer=None):
     return f"python data/prepare.py --input=YOUR_FILES --out_dir={data_dir}{flag}"
 
 
+def prepare_file_first(path, tokenizer=None):
+    """A text file given as a corpus: -> the line naming the data/prepare.py command that makes a corpus of it."""
+    given = Path(path)
+    if not given.exists() and Path(given.name).is_file():  # --dataset=book.txt means ./book.txt, not data/book.txt
+        given = Path(given.name)
+    stem = given.name
+    for suffix in COMPRESSED_SUFFIXES[1:] + TEXT_SUFFIXES + JSONL_SUFFIXES:
+        stem = stem.removesuffix(suffix)
+    flag = "" if tokenizer in (None, "gpt2") else f" --tokenizer={tokenizer}"
+    corpus = str(given.parent / (f"{stem}_{tokenizer}" if flag else stem if stem != given.name else f"{stem}_corpus"))
+    corpus = corpus if os.sep in corpus else os.path.join(".", corpus)  # a bare name would mean data/<name>
+    return (f"{given} is a text file, not a corpus: --dataset names a folder prepared from text (train.bin, val.bin, "
+            f"meta.json); make one with `python data/prepare.py --input={given} --out_dir={corpus}{flag}`, then pass "
+            f"--dataset={corpus}")
+
+
 def read_meta(data_dir):
     """meta.json of a prepared corpus, or None if there is none (e.g. bins made elsewhere)."""
     path = Path(data_dir) / "meta.json"
@@ -397,6 +413,8 @@ def load_tokens(data_dir, split, tokenizer=None):
     path = data_dir / f"{split}.bin"
     meta = read_meta(data_dir)
     if meta is None and not path.exists():  # nothing prepared here (a typo, or never prepared): name the command
+        if data_dir.is_file() or data_dir.name.endswith(SUPPORTED):  # --dataset=book.txt
+            raise UsageError(prepare_file_first(data_dir, tokenizer))
         name = data_dir.name.removesuffix("_bytes")
         twin = Path(corpus_dir(DATA_DIR / name, check_tokenizer(tokenizer))) if tokenizer else data_dir
         if data_dir.resolve().parent == DATA_DIR and (DATA_DIR / name / "prepare.py").exists() and \

@@ -3,15 +3,32 @@ unchanged and whose text stays readable (a long title wraps inside the image ins
 or off the edge)."""
 import csv
 import json
+import os
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 from PIL import Image
 
 import output
 from conftest import ROOT
 from output import _label, axis_ticks, line_plot, log_ranks, plot_log
+
+# -----------------------------------------------------------------------------
+# out_dir, as every script that writes one checks it
+
+
+def test_an_empty_out_dir_is_one_line_in_every_script(tmp_path, monkeypatch):
+    """--out_dir= would write into the working folder: the checks every script's out_dir passes (train.py's through
+    claim_run, the evaluations', theory's, the prepare scripts') refuse it, naming out_dir, and write nothing."""
+    monkeypatch.chdir(tmp_path)
+    for check in (output.writable_folder, output.refuse_training_run, lambda d: output.claim_out_dir(d, ['x.json'])):
+        with pytest.raises(ValueError, match='out_dir is empty: pass --out_dir='):
+            check('')
+    output.writable_folder(tmp_path / 'new' / 'run', create=False)  # tried, not made: train.py makes it when it writes
+    assert os.listdir(tmp_path) == []
+
 
 # -----------------------------------------------------------------------------
 # progress

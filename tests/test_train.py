@@ -89,6 +89,42 @@ def test_a_run_resumes_on_another_process_count(tmp_path, tiny_corpus):
         assert (a[name] - b[name]).abs().max() <= 1e-6, name
 
 
+@pytest.mark.long
+def test_a_one_process_run_resumes_on_two_as_the_hint_says(tmp_path, tiny_corpus, monkeypatch):
+    """The README's byte run (batch_size=32, gradient_accumulation_steps=1) resumed under torchrun: the hint for 2
+    processes splits its 32 rows a step into 2 x 16, and resume takes that command (it refused the new split)."""
+    out = tmp_path / 'out'
+    train_here(out, tiny_corpus, '--batch_size=32', '--max_iters=2', '--eval_interval=2')
+    with monkeypatch.context() as env:
+        env.setenv('WORLD_SIZE', '2')  # as torchrun --nproc_per_node=2 sets it: the hint comes before its group starts
+        hint = re.search(r'--gradient_accumulation_steps=\d+ --batch_size=\d+',
+                         train_error(out, tiny_corpus, '--batch_size=32', '--max_iters=4', '--init_from=resume'))
+    assert hint and hint[0] == '--gradient_accumulation_steps=2 --batch_size=16', hint
+    resumed = torchrun(f'--dataset={tiny_corpus}', f'--out_dir={out}', *TINY, '--max_iters=4', '--eval_interval=2',
+                       '--init_from=resume', *hint[0].split())
+    assert resumed.returncode == 0, resumed.stderr
+    warned = [line for line in resumed.stderr.splitlines() if line.startswith('warning:') and '32 rows' in line]
+    assert len(warned) == 1 and 'batch_size=16' in warned[0], resumed.stderr  # its batches differ from a straight run's
+    ckpt = read_checkpoint(out / 'ckpt_last.pt')
+    assert ckpt['iter'] == 4 and ckpt['world_size'] == 2 and len(ckpt['streams']) == 2
+    assert [r['iter'] for r in log(out)] == [2, 4] and math.isfinite(log(out)[-1]['val_loss'])
+
+
+def test_resume_may_split_a_steps_rows_otherwise_but_not_change_their_number(tmp_path, tiny_corpus, capsys):
+    """batch_size x gradient_accumulation_steps is the optimizer's batch: a resume may split it otherwise (as another
+    process count needs) and is told that its batches then differ; another number of rows is another run."""
+    out = tmp_path / 'out'
+    train_here(out, tiny_corpus, '--max_iters=2', '--eval_interval=2')
+    message = train_error(out, tiny_corpus, '--max_iters=4', '--init_from=resume', '--gradient_accumulation_steps=2')
+    assert 'gradient_accumulation_steps=1' in message and '4 rows' in message, message
+    capsys.readouterr()
+    train_here(out, tiny_corpus, '--max_iters=4', '--eval_interval=2', '--init_from=resume',
+               '--gradient_accumulation_steps=2', '--batch_size=2')
+    assert 'batch_size=2' in capsys.readouterr().err  # the warning: its batches are not the uninterrupted run's
+    ckpt = read_checkpoint(out / 'ckpt_last.pt')
+    assert ckpt['iter'] == 4 and len(ckpt['streams'][0]) == 2 and ckpt['config']['batch_size'] == 2
+
+
 @pytest.mark.parametrize('objective,extra', [('ar', []), ('vm', []), ('mdlm', ['--rope=True', '--two_stream=True'])])
 def test_resume_equals_straight_run(tmp_path, tiny_corpus, objective, extra):
     common = [f'--objective={objective}', '--eval_interval=3', *extra]
@@ -146,9 +182,10 @@ def test_resume_at_or_below_the_checkpoints_iter(tmp_path, tiny_corpus, capsys):
     out = tmp_path / 'out'
     train_here(out, tiny_corpus, '--max_iters=3', '--eval_interval=3')
     before = {name: (out / name).read_bytes() for name in os.listdir(out)}
+    capsys.readouterr()
     message = train_error(out, tiny_corpus, '--max_iters=2', '--init_from=resume')
     assert 'at iter 3' in message and 'max_iters=2 must exceed' in message
-    capsys.readouterr()
+    assert 'warm-up' not in capsys.readouterr().err  # max_iters=2 = warmup_iters: a warning that no longer matters
     with pytest.raises(SystemExit) as stop:
         train_here(out, tiny_corpus, '--max_iters=3', '--init_from=resume')
     assert stop.value.code == 0 and 'finished' in capsys.readouterr().out
@@ -354,6 +391,61 @@ def test_ctrl_c_saves_like_sigterm(tmp_path, tiny_corpus):
     assert proc.returncode == 128 + signal.SIGINT, stderr
     assert 'Traceback' not in stderr and 'init_from=resume' in stdout + stderr
     assert 0 < read_checkpoint(out / 'ckpt_last.pt')['iter'] < 100000
+
+
+INTERRUPTED = 'train.py: interrupted before training began: nothing written\n'
+
+
+def test_ctrl_c_before_training_is_one_line_and_leaves_no_out_dir(tmp_path, tiny_corpus):
+    """Before the loop takes Ctrl-C over (imports, data, model) it ends the run with one line, not a traceback, and
+    Python's exit by SIGINT (130 in a shell). In the imports, a KeyboardInterrupt raised by `import torch` stands
+    for the signal; in the data, train.py blocks reading a meta.json that is a pipe until the signal comes."""
+    script = ("import runpy, sys\n"
+              "class Interrupt:\n"
+              "    def find_spec(self, name, path=None, target=None):\n"
+              "        if name == 'torch': raise KeyboardInterrupt\n"
+              "sys.meta_path.insert(0, Interrupt())\n"
+              f"sys.path.insert(0, '.'); sys.argv = ['train.py', '--out_dir={tmp_path / 'imports'}']\n"
+              "runpy.run_path('train.py', run_name='__main__')\n")
+    during_imports = subprocess.run([sys.executable, '-c', script], cwd=ROOT, capture_output=True, text=True,
+                                    timeout=600)
+    assert during_imports.returncode == -signal.SIGINT and during_imports.stderr == INTERRUPTED, during_imports.stderr
+    corpus = tmp_path / 'piped'
+    shutil.copytree(tiny_corpus, corpus)
+    os.remove(corpus / 'meta.json')
+    os.mkfifo(corpus / 'meta.json')
+    proc = subprocess.Popen([sys.executable, 'train.py', f'--dataset={corpus}', f'--out_dir={tmp_path / "data"}',
+                             *TINY], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while True:  # a writer opens only once train.py has opened the pipe to read it
+        assert proc.poll() is None, proc.communicate()
+        try:
+            writer = os.open(corpus / 'meta.json', os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError:
+            time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=600)  # a guard against a hang only
+    os.close(writer)
+    assert proc.returncode == -signal.SIGINT and stderr == INTERRUPTED, stderr
+    assert not os.path.exists(tmp_path / 'imports') and not os.path.exists(tmp_path / 'data')
+
+
+def test_a_run_refused_before_training_leaves_no_out_dir(tmp_path, tiny_corpus):
+    """The out_dir (and any folder above it) is made when training begins: bad data leaves nothing to clean up."""
+    assert 'prepare' in train_error(tmp_path / 'new' / 'run', str(tmp_path / 'nowhere'))
+    assert not os.path.exists(tmp_path / 'new')
+    message = train_error('', tiny_corpus)  # --out_dir= would write into the working folder
+    assert 'empty' in message and '--out_dir=' in message, message
+
+
+def test_a_text_file_as_dataset_names_the_command_that_prepares_it(tmp_path):
+    """--dataset=book.txt: the line names data/prepare.py for the file and the --dataset it makes, and both work."""
+    (tmp_path / 'book.txt').write_text(''.join(f"Line {i} of the book, and more words.\n" for i in range(400)))
+    message = train_error(tmp_path / 'out', str(tmp_path / 'book.txt'))
+    command, dataset = re.search(r"`python data/prepare.py ([^`]+)`, then pass (--dataset=\S+)", message).groups()
+    assert f'--input={tmp_path / "book.txt"}' in command, message
+    run_in_process('data/prepare.py', *command.split())
+    assert train_here(tmp_path / 'out', dataset.removeprefix('--dataset='), '--max_iters=0')['iter_num'] == 0
 
 
 def test_data_errors(tmp_path, tiny_corpus):
