@@ -51,16 +51,16 @@ def current_umask():
     return umask
 
 
-def writable_folder(out_dir):
-    """Before any work: out_dir must be a folder this process can write to (created if missing), not a file, nor
-    under one."""
+def writable_folder(out_dir, key='out_dir'):
+    """Before any work: out_dir (the script's key `key`) must be a folder this process can write to (created if
+    missing), not a file, nor under one."""
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise UsageError(f"out_dir {out_dir} is a file, not a folder: pass another --out_dir")
+        raise UsageError(f"{key} {out_dir} is a file, not a folder: pass another --{key}")
     try:
         os.makedirs(out_dir, exist_ok=True)
         tempfile.TemporaryFile(dir=out_dir).close()
     except OSError as error:
-        raise UsageError(f"cannot write to out_dir {out_dir} ({error.strerror}): pass a --out_dir you can write to") \
+        raise UsageError(f"cannot write to {key} {out_dir} ({error.strerror}): pass a --{key} you can write to") \
             from None
 
 
