@@ -364,7 +364,8 @@ def part_4_corpus():
         return corpus, []
     name = os.path.basename(corpus).removesuffix('_bytes')
     script, flags = os.path.join(DATA_DIR, name, 'prepare.py'), ['--tokenizer=bytes'] * corpus.endswith('_bytes')
-    ours = os.path.dirname(corpus) == os.path.abspath(DATA_DIR) and os.path.exists(script)  # what its script writes
+    in_data = os.path.realpath(os.path.dirname(corpus)) == os.path.realpath(DATA_DIR)
+    ours = in_data and os.path.exists(script)  # the folder its script writes
     if os.path.exists(os.path.join(corpus, 'meta.json')):
         raise UsageError(f"dataset {dataset!r} has no train split ({corpus} is an evaluation-only corpus): pass a "
                          "--dataset to train on")
@@ -374,7 +375,7 @@ def part_4_corpus():
         return corpus, install * (importlib.util.find_spec(package.split('==')[0]) is None) + [[script, *flags]]
     if ours:
         raise UsageError(f"dataset {dataset!r} is not prepared: run `{shown([script, *flags])}` first")
-    if os.path.dirname(corpus) == os.path.abspath(DATA_DIR):  # a bare name that no prepare.py writes
+    if in_data:  # a name that no prepare.py writes
         known = sorted({*SELF_PREPARED, *(entry for entry in os.listdir(DATA_DIR)
                                           if os.path.exists(os.path.join(DATA_DIR, entry, 'train.bin')))})
         raise UsageError(f"dataset {dataset!r} does not exist (no corpus in data/{dataset}/, no data/{name}/prepare.py "
