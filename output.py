@@ -64,19 +64,19 @@ def current_umask():
     return umask
 
 
-def named_folder(out_dir):
+def named_folder(out_dir, key='out_dir'):
     """--out_dir= (empty) would write into the working folder: refused where out_dir enters. -> out_dir"""
     if not out_dir:
-        raise UsageError("out_dir is empty: pass --out_dir=<folder> for the results")
+        raise UsageError(f"{key} is empty: pass --{key}=<folder> for the results")
     return out_dir
 
 
-def writable_folder(out_dir, create=True):
-    """Before any work: out_dir must be a folder this process can write to, not a file, nor under one. Created if
-    missing, or with create=False only tried (made and removed again), so a script that stops before it writes
-    leaves no empty folder behind."""
-    if os.path.exists(named_folder(out_dir)) and not os.path.isdir(out_dir):
-        raise UsageError(f"out_dir {out_dir} is a file, not a folder: pass another --out_dir")
+def writable_folder(out_dir, create=True, key='out_dir'):
+    """Before any work: out_dir (the script's key `key`) must be a folder this process can write to, not a file, nor
+    under one. Created if missing, or with create=False only tried (made and removed again), so a script that stops
+    before it writes leaves no empty folder behind."""
+    if os.path.exists(named_folder(out_dir, key)) and not os.path.isdir(out_dir):
+        raise UsageError(f"{key} {out_dir} is a file, not a folder: pass another --{key}")
     missing, folder = [], os.path.abspath(out_dir)
     while not create and not os.path.lexists(folder):
         missing.append(folder)
@@ -85,7 +85,7 @@ def writable_folder(out_dir, create=True):
         os.makedirs(out_dir, exist_ok=True)
         tempfile.TemporaryFile(dir=out_dir).close()
     except OSError as error:
-        raise UsageError(f"cannot write to out_dir {out_dir} ({error.strerror}): pass a --out_dir you can write to") \
+        raise UsageError(f"cannot write to {key} {out_dir} ({error.strerror}): pass a --{key} you can write to") \
             from None
     finally:
         for folder in filter(os.path.isdir, missing):  # the deepest first
