@@ -1,5 +1,6 @@
 """Tests of a paired difference over seeds, and a mean ± std as printed: what the experiments' summaries share
 (numpy and math only: scipy is a test-only dependency)."""
+import functools
 import math
 
 import numpy as np
@@ -76,11 +77,17 @@ def paired_t_power(effect, sd, n, alpha=0.05):
     weights = density * np.array([0.5 * math.erfc((critical * x - shift) / math.sqrt(2)) for x in s])
     return float(((weights[1:] + weights[:-1]) / 2 * np.diff(s)).sum())
 
-def minimum_detectable_effect(sd, n, alpha=0.05, power=0.8):
-    """The smallest true mean paired difference that the one-sided paired t-test at level alpha detects with the
-    given power over n pairs whose differences have std sd (bisection on paired_t_power)."""
-    low, high = 0.0, 50.0 * sd
+@functools.lru_cache(maxsize=None)
+def detectable_in_sds(n, alpha=0.05, power=0.8):
+    """The minimum detectable effect in units of the paired sd (bisection on paired_t_power): the power depends on
+    the effect only through effect / sd, so one bisection serves every sd."""
+    low, high = 0.0, 50.0
     for _ in range(40):
         middle = (low + high) / 2
-        low, high = (middle, high) if paired_t_power(middle, sd, n, alpha) < power else (low, middle)
+        low, high = (middle, high) if paired_t_power(middle, 1.0, n, alpha) < power else (low, middle)
     return (low + high) / 2
+
+def minimum_detectable_effect(sd, n, alpha=0.05, power=0.8):
+    """The smallest true mean paired difference that the one-sided paired t-test at level alpha detects with the
+    given power over n pairs whose differences have std sd."""
+    return sd * detectable_in_sds(n, alpha, power)
