@@ -98,12 +98,15 @@ def report(res):
         acc.setdefault((arm.split('-')[0], mode, task), {})[seed] = accuracy
     fmt = lambda values: mean_std(list(values.values()), '.1f') + f" ({len(values)})" if values else '–'
     seeds = sorted({row[1] for row in rows if row[0] != 'bag_of_bytes'})
+    probed = any(arm != 'bag_of_bytes' and mode == 'linprobe' for arm, _, mode, *_ in rows)
     lines = ["# Probing pilot: which tasks can the byte models solve? (exploratory, not a verdict)", "",
              "Drawn from runs/ by `python -m experiments.probing_pilot`; the runs by `experiments/probing_pilot.sh`; "
-             "the rule (`entered`) is README.md's, stated before any run. Dev accuracy (%), mean ± std over the seeds "
+             "the rule (`entered`) is README.md's, committed before any fine-tune or probe had run (seed 2100's "
+             "pretraining ran before it; README.md says when). Dev accuracy (%), mean ± std over the seeds "
              f"(how many in brackets), seeds {', '.join(map(str, seeds)) or '–'}. ar: config/ar_shakespeare_bytes.py "
              "(4 x 128, rotary, 1200 steps); random: that run's initialisation; fine-tune config/glue_probing.py "
-             "(2 epochs, the protocol's learning rate, below), probe config/linprobe_glue_probing.py; bag of bytes: "
+             "(2 epochs, the protocol's learning rate, below), probe config/linprobe_glue_probing.py"
+             f"{'' if probed else ' (not run: the probe columns are empty)'}; bag of bytes: "
              "the same probe on byte 1- to 3-gram counts. ar - random: paired by seed; MDE: its minimum detectable "
              "effect at 5 seeds "
              "(experiments/stats.py, one-sided paired t-test, 0.05, 80% power).", "",

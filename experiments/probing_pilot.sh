@@ -5,9 +5,10 @@
 # pretrained by the byte recipe with rotary positions (config/ar_shakespeare_bytes.py, 4 x 128, STEPS steps, its own
 # cosine) on seeds 2100-2102 (the registered runs will use 2110-2114); each run and its own initialisation
 # (--ckpt=random:<ckpt>, the weights its run started from) is fine-tuned on every task (config/glue_probing.py: 2
-# epochs, lr 1e-3, the run's seed) and linearly probed (config/linprobe_glue_probing.py); beside them, once, the same
-# probe on byte 1- to 3-gram counts (--ckpt=bag_of_bytes). The rule that says which tasks enter is in
-# experiments/probing-pilot/README.md, written before any of these runs was looked at; probing_pilot.py applies it.
+# epochs, lr 1e-3, the run's seed) and linearly probed (config/linprobe_glue_probing.py; the record's probes were not
+# run); beside them, once, the same probe on byte 1- to 3-gram counts (--ckpt=bag_of_bytes). The rule that says which
+# tasks enter is in experiments/probing-pilot/README.md, committed after seed 2100's pretraining had run and before
+# any fine-tune or probe (its README says when); probing_pilot.py applies it.
 # CPU cost of every run (user + system seconds, /usr/bin/time) is kept beside it: the registered runs' budget.
 # $ bash experiments/probing_pilot.sh   (resumable: a recorded run is never redone; then probing_pilot.py's table)
 # $ SMOKE=1 RES=/tmp/pp OUT=/tmp/pp-out bash experiments/probing_pilot.sh   (20 steps, 40/20 windows: the script only)
