@@ -84,3 +84,13 @@ def minimum_detectable_effect(sd, n, alpha=0.05, power=0.8):
         middle = (low + high) / 2
         low, high = (middle, high) if paired_t_power(middle, sd, n, alpha) < power else (low, middle)
     return (low + high) / 2
+
+def holm(p_values):
+    """Holm's step-down adjustment of m p-values (one family), in the order given: sorted ascending, the k-th smallest
+    (k = 0, 1, ...) times m - k, then the running maximum, at most 1. A hypothesis is rejected at level alpha when its
+    adjusted p < alpha; the family-wise error stays at alpha under any dependence between the tests."""
+    m, adjusted, running = len(p_values), [0.0] * len(p_values), 0.0
+    for rank, i in enumerate(sorted(range(m), key=lambda i: p_values[i])):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
