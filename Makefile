@@ -3,7 +3,8 @@ PYTHON ?= python
 PIP = $(PYTHON) -m pip install -q --disable-pip-version-check
 
 .PHONY: setup setup-test data demo test check-record gpu-check theory images glue-offline glue-probing reproduce \
-	reproduce-bytes masked-generators data-constrained vision data-constrained-rope reproduce-rope sample-quality clean
+	reproduce-bytes masked-generators data-constrained vision vision-concat data-constrained-rope reproduce-rope \
+	sample-quality clean
 
 # torch 2.13.0 only when no torch is present: an unpinned resolve pulls several GB of CUDA packages
 setup:
@@ -100,6 +101,12 @@ data-constrained: setup
 # (about 2 h on 2 cores, measured: 238 core-minutes; resumable; on a finished record it only redraws the tables)
 vision: setup
 	PYTHON=$(PYTHON) bash experiments/vision.sh
+
+# the paper's central claim in images, registered: the vision arms under the concat probe (above the pixels), with
+# each arm's initialisation and the pixels beside them, 5 new seeds, hypotheses V5-V10 in the script (about 5.3 h on
+# 2 cores, estimated before any run, in a priority order whose first ~3 h decide the primary family; resumable)
+vision-concat: setup
+	PYTHON=$(PYTHON) bash experiments/vision_concat.sh
 
 # the data-constrained comparison registered again with rotary positions: 5 arms at 32 KiB, 3 on the full split,
 # 5 seeds, hypotheses H1-H8 in the script (about 5 h on 2 cores, estimated before any run; resumable)

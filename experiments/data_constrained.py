@@ -57,12 +57,12 @@ def write_settings(path, small, steps, interval, recipe, seeds='', data_dir='dat
 # the registered text and its numbers (data_constrained.sh's header, read, never restated here)
 
 def registered(script=SCRIPT):
-    """{'H1': text, ...} and {'TOLERANCE': 0.01, ...}: the '#   Hn' lines (or R1, ...: a capital and a digit) and
+    """{'H1': text, ...} and {'TOLERANCE': 0.01, ...}: the '#   Hn' lines (or R1, V10, ...: a capital and a number) and
     the '#   NAME = value' lines of a registered script's header."""
     header = [line[1:].rstrip() for line in open(script) if line.startswith('#')]
     hypotheses, constants, current = {}, {}, None
     for line in header:
-        found = re.match(r'   ([A-Z]\d) (.*)', line)  # '#   H1 text', continued on lines indented further
+        found = re.match(r'   ([A-Z]\d+) (.*)', line)  # '#   H1 text', continued on lines indented further
         if found:
             current = found.group(1)
             hypotheses[current] = found.group(2)

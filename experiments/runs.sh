@@ -1,7 +1,9 @@
 # Sourced by every experiment script: the checks of what it reads from its environment (and the refusal of what it
 # does not), a command's output written into the record only once it has succeeded, one training run of a
-# registered experiment (resumable), and the data-constrained arms. The scripts export the functions to the jobs
-# they run two at a time (xargs -P). train_once reads PYTHON, OUT (checkpoints), RES (the record) and STEPS.
+# registered experiment (resumable), the data-constrained arms, and the image arms (their configs, a run, its first
+# step, an evaluation: vision.sh, vision_pilot.sh, vision_concat.sh). The scripts export the functions to the jobs
+# they run two at a time (xargs -P). train_once reads PYTHON, OUT (checkpoints), RES (the record) and STEPS; the
+# image functions PYTHON, and DEVICE_FLAGS and TRAIN_FLAGS where the script has them.
 
 env_error() {  # env_error NAME WHAT: one line naming the variable and what it takes; nothing has run yet
     echo "${0##*/}: error: $1='${!1}' $2" >&2
@@ -35,7 +37,7 @@ check_env() {  # check_env NAME...: each variable the script reads from its envi
     for name in "$@"; do
         value=${!name}
         case $name in
-            STEPS|BYTE_STEPS|JOBS|NUM_SAMPLES|OMP_NUM_THREADS)  # JOBS=0 would be xargs -P 0: every job at once
+            STEPS|BYTE_STEPS|LONG_STEPS|JOBS|NUM_SAMPLES|OMP_NUM_THREADS)  # JOBS=0: xargs -P 0, every job at once
                 [[ $value =~ ^[1-9][0-9]*$ ]] || env_error "$name" "must be a whole number from 1 up" ;;
             SEEDS|GPT2_SEEDS|KS)  # each once: two jobs of one seed would write one folder
                 low=0; [ "$name" = KS ] && low=1
@@ -53,6 +55,10 @@ check_env() {  # check_env NAME...: each variable the script reads from its envi
                 words=($value)
                 for word in "${words[@]}"; do [[ " $PILOT_PROTOCOLS " == *" $word "* ]] || words=(); done
                 [ ${#words[@]} -gt 0 ] || env_error PROTOCOLS "must name one or more of $PILOT_PROTOCOLS" ;;
+            TIERS)
+                words=($value)
+                for word in "${words[@]}"; do [[ " $REGISTERED_TIERS " == *" $word "* ]] || words=(); done
+                [ ${#words[@]} -gt 0 ] || env_error TIERS "must name one or more of the tiers $REGISTERED_TIERS" ;;
             PYTHON) command -v -- "${value%% *}" > /dev/null ||
                 env_error PYTHON "names no command: set it to a python that has torch (default: python)" ;;
             OUT|RES|KEEP) [ ! -e "$value" ] || [ -d "$value" ] || env_error "$name" "is a file, not a folder" ;;
@@ -99,4 +105,53 @@ config() {  # config ARM: the data-constrained arm's config and how its held-out
         vm) echo "config/vm_shakespeare_bytes.py --eval_objective=mdlm" ;;
     esac
 }
-export -f run_failed train_once config
+
+image_config() {  # image_config ARM: an image arm's pretraining config (Fashion-MNIST, the *_fmnist recipe)
+    case $1 in
+        ar) echo "config/ar_fmnist.py" ;;  # two-stream: Table 9's t = 1
+        ar1s) echo "config/ar_fmnist.py --two_stream=False" ;;
+        dar*) echo "config/dar_fmnist.py --t=${1#dar}" ;;
+        *) echo "config/$1_fmnist.py" ;;
+    esac
+}
+image_init() {  # image_init ARM: the arm whose initialisation it shares (vision_concat.sh): at a seed every image arm
+    # starts from the same weights (one architecture), and the probe encodes with the pretraining mask, so arms with
+    # one mask share one; the _long arms are their 1000-step arms' (tests/test_vision_experiment.py checks all this)
+    case $1 in ar|ar1s|ar_long) echo ar ;; mae75|vm|mae75_long) echo mae75 ;; *) echo "$1" ;; esac
+}
+log_at() {  # log_at LOG STEPS: a training log whose last line is step STEPS (a run that reached its budget)
+    [ -f "$1" ] && [ "$(tail -n 1 "$1" | grep -c "\"iter\": $2,")" = 1 ]
+}
+image_pretrain() {  # image_pretrain ARM SEED STEPS DIR KEEP: the arm trained STEPS steps into DIR (resumed from an
+    # interrupted run's checkpoint; not again where DIR holds the finished run), its log then kept in the record folder
+    # KEEP: as log.jsonl, or as log_retrained.jsonl beside a recorded one (a clone without checkpoints trained again)
+    local arm=$1 seed=$2 steps=$3 dir=$4 keep=$5 start=--init_from=scratch
+    log_at "$dir/log.jsonl" "$steps" && [ -f "$dir/ckpt_last.pt" ] || {
+        [ -f "$dir/ckpt_last.pt" ] && start=--init_from=resume
+        mkdir -p "$dir"
+        # shellcheck disable=SC2046,SC2086
+        $PYTHON train.py $(image_config "$arm") --max_iters="$steps" --lr_decay_iters="$steps" --progress=False \
+            ${DEVICE_FLAGS:-} ${TRAIN_FLAGS:-} --seed="$seed" $start --overwrite=True --out_dir="$dir" \
+            > "$dir.txt" 2>&1 || { run_failed "$arm $seed training" "$dir.txt"; return 1; }
+    }
+    mkdir -p "$keep"
+    if log_at "$keep/log.jsonl" "$steps"; then cp "$dir/log.jsonl" "$keep/log_retrained.jsonl"
+    else cp "$dir/log.jsonl" "$keep/log.jsonl"; fi
+}
+image_first_step() {  # image_first_step ARM SEED DIR: one step of the arm into DIR, so DIR/ckpt_last.pt holds its
+    # architecture, objective and seed: what eval_vision.py --ckpt=random:DIR/ckpt_last.pt reads (never its weights)
+    mkdir -p "$3"
+    # shellcheck disable=SC2046,SC2086
+    $PYTHON train.py $(image_config "$1") --max_iters=1 --progress=False ${DEVICE_FLAGS:-} ${TRAIN_FLAGS:-} \
+        --seed="$2" --overwrite=True --out_dir="$3" > "$3.txt" 2>&1 ||
+        { run_failed "$1 $2 (1 step)" "$3.txt"; return 1; }
+}
+image_eval() {  # image_eval WHAT LOG ARG...: eval_vision.py ARG... (config first, then --ckpt=, --out_dir=, ...) on the
+    # script's device, its output in LOG; a failure names WHAT and shows LOG's last line
+    local what=$1 log=$2
+    shift 2
+    # shellcheck disable=SC2086
+    $PYTHON eval_vision.py "$@" ${DEVICE_FLAGS:-} --overwrite=True --progress=False > "$log" 2>&1 ||
+        { run_failed "$what" "$log"; return 1; }
+}
+export -f run_failed train_once config image_config image_init log_at image_pretrain image_first_step image_eval

@@ -91,3 +91,13 @@ def minimum_detectable_effect(sd, n, alpha=0.05, power=0.8):
     """The smallest true mean paired difference that the one-sided paired t-test at level alpha detects with the
     given power over n pairs whose differences have std sd."""
     return sd * detectable_in_sds(n, alpha, power)
+
+def holm(p_values):
+    """Holm's step-down adjustment of m p-values (one family), in the order given: sorted ascending, the k-th smallest
+    (k = 0, 1, ...) times m - k, then the running maximum, at most 1. A hypothesis is rejected at level alpha when its
+    adjusted p < alpha; the family-wise error stays at alpha under any dependence between the tests."""
+    m, adjusted, running = len(p_values), [0.0] * len(p_values), 0.0
+    for rank, i in enumerate(sorted(range(m), key=lambda i: p_values[i])):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted

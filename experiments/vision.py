@@ -30,8 +30,8 @@ METRICS = {'probe': ('linprobe', 'val_acc', 'linear probe, top-1 %', '.2f'),
            'finetune': ('finetune', 'val_acc', 'fine-tune, top-1 %', '.2f'),
            'l2': ('recon', 'l2', 'pixel L2', '.4f'),
            'lpips': ('recon', 'lpips', 'LPIPS', '.4f')}
-COMPARISON = re.compile(r'   (V\d)([a-z]) (\w+): (\w+) (above|below) (\w+); '
-                        r'paired sd ([0-9.]+) \((archive|arms|assumed)\), MDE ([0-9.]+)$')
+COMPARISON = re.compile(r'   (V\d+)([a-z]) (\w+): (\w+) (above|below) (\w+); '
+                        r'paired sd ([0-9.]+) \(([^()]+)\), MDE ([0-9.]+)$')
 
 # -----------------------------------------------------------------------------
 # the registered text (vision.sh's header, read, never restated here)

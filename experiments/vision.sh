@@ -96,7 +96,7 @@
 # checkpoint; two jobs at a time, one per core, seed by seed; then the summary, experiments/vision/tables.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source experiments/runs.sh  # check_env, run_failed
+source experiments/runs.sh  # check_env, run_failed, image_pretrain, image_first_step, image_eval
 PYTHON=${PYTHON:-python}
 export OMP_NUM_THREADS=1
 OUT=${OUT:-out/vision}       # checkpoints (not committed)
@@ -146,34 +146,15 @@ if baselines.split():  # the key only where there are any: the record's settings
 atomic_write(path, json.dumps(settings, indent=1) + '\n')
 EOF
 
-config() {  # the arm's pretraining config
-    case $1 in
-        ar) echo "config/ar_fmnist.py" ;;
-        ar1s) echo "config/ar_fmnist.py --two_stream=False" ;;
-        dar*) echo "config/dar_fmnist.py --t=${1#dar}" ;;
-        *) echo "config/$1_fmnist.py" ;;
-    esac
-}
 tasks() {  # the evaluations of an arm
     case " $FINETUNED " in *" $1 "*) echo "linprobe finetune recon" ;; *) echo "linprobe recon" ;; esac
 }
-finished() { [ -f "$1" ] && [ "$(tail -n 1 "$1" | grep -c "\"iter\": $STEPS,")" = 1 ]; }
 job() {  # job ARM SEED: train (or resume) unless the record has the run, then each evaluation the record lacks
-    local arm=$1 seed=$2 dir=$OUT/$1/$2 keep=$RES/runs/$1/$2 start=--init_from=scratch todo="" task command
+    local arm=$1 seed=$2 dir=$OUT/$1/$2 keep=$RES/runs/$1/$2 todo="" task command
     for task in $(tasks "$arm"); do [ -f "$keep/$task.csv" ] || todo+=" $task"; done
-    if ! finished "$keep/log.jsonl" || { [ -n "$todo" ] && [ ! -f "$dir/ckpt_best.pt" ]; }; then
-        finished "$dir/log.jsonl" && [ -f "$dir/ckpt_last.pt" ] || {
-            [ -f "$dir/ckpt_last.pt" ] && start=--init_from=resume
-            mkdir -p "$dir"
-            # shellcheck disable=SC2046
-            $PYTHON train.py $(config "$arm") $RECIPE $DEVICE_FLAGS $TRAIN_FLAGS --seed="$seed" $start \
-                --overwrite=True --out_dir="$dir" > "$dir.txt" 2>&1 ||
-                { run_failed "$arm $seed training" "$dir.txt"; return 1; }
-        }
-        mkdir -p "$keep"
-        # a run trained again for an evaluation (a clone without checkpoints) keeps the recorded log beside its own
-        if finished "$keep/log.jsonl"; then cp "$dir/log.jsonl" "$keep/log_retrained.jsonl"
-        else cp "$dir/log.jsonl" "$keep/log.jsonl"; fi
+    # a run trained again for an evaluation (a clone without checkpoints) keeps the recorded log beside its own
+    if ! log_at "$keep/log.jsonl" "$STEPS" || { [ -n "$todo" ] && [ ! -f "$dir/ckpt_best.pt" ]; }; then
+        image_pretrain "$arm" "$seed" "$STEPS" "$dir" "$keep" || return 1
     fi
     for task in $todo; do
         case $task in  # the probe's and fine-tune's draws seeded by the run's seed; recon's fixed (RECON_SEED)
@@ -183,9 +164,8 @@ job() {  # job ARM SEED: train (or resume) unless the record has the run, then e
         esac
         mkdir -p "$dir/eval"
         # shellcheck disable=SC2086
-        $PYTHON eval_vision.py $command $DEVICE_FLAGS --ckpt="$dir/ckpt_best.pt" --names="$arm" \
-            --out_dir="$dir/eval" --overwrite=True --progress=False > "$dir/eval/$task.txt" 2>&1 ||
-            { run_failed "$arm $seed $task" "$dir/eval/$task.txt"; return 1; }
+        image_eval "$arm $seed $task" "$dir/eval/$task.txt" $command --ckpt="$dir/ckpt_best.pt" --names="$arm" \
+            --out_dir="$dir/eval" || return 1
         cp "$dir/eval/$task.csv" "$keep/$task.csv"
         [ "$task" != recon ] || cp "$dir/eval/recon_$arm.png" "$keep/recon_$arm.png"
     done
@@ -198,26 +178,19 @@ baseline() {  # baseline NAME SEED: each evaluation of the input (pixels) or of 
         [ -f "$keep/$task.csv" ] && continue
         case $name in
             pixels) ckpt="--ckpt=pixels --dataset=fmnist" ;;
-            random) ckpt="--ckpt=random:$dir/ckpt_last.pt"
-                [ -f "$dir/ckpt_last.pt" ] || {  # one step: a checkpoint of ar's architecture and this seed
-                    mkdir -p "$dir"
-                    # shellcheck disable=SC2046
-                    $PYTHON train.py $(config ar) --max_iters=1 --progress=False $DEVICE_FLAGS $TRAIN_FLAGS \
-                        --seed="$seed" --overwrite=True --out_dir="$dir" > "$dir.txt" 2>&1 ||
-                        { run_failed "random $seed (1 step)" "$dir.txt"; return 1; }
-                } ;;
+            random) ckpt="--ckpt=random:$dir/ckpt_last.pt"  # one step: a checkpoint of ar's architecture and seed
+                [ -f "$dir/ckpt_last.pt" ] || image_first_step ar "$seed" "$dir" || return 1 ;;
         esac
         case $task in linprobe) command="$PROBE --seed=$seed" ;; finetune) command="$FINETUNE --seed=$seed" ;; esac
         mkdir -p "$dir/eval" "$keep"
         # shellcheck disable=SC2086
-        $PYTHON eval_vision.py $command $DEVICE_FLAGS $ckpt --names="$name" --out_dir="$dir/eval" --overwrite=True \
-            --progress=False > "$dir/eval/$task.txt" 2>&1 ||
-            { run_failed "$name $seed $task" "$dir/eval/$task.txt"; return 1; }
+        image_eval "$name $seed $task" "$dir/eval/$task.txt" $command $ckpt --names="$name" --out_dir="$dir/eval" ||
+            return 1
         cp "$dir/eval/$task.csv" "$keep/$task.csv"
     done
     echo "done: $name $seed"
 }
-export -f job baseline config tasks finished
+export -f job baseline tasks
 export PYTHON OUT RES STEPS FINETUNED RECIPE PROBE FINETUNE RECON DEVICE_FLAGS TRAIN_FLAGS
 jobs=()
 for seed in $SEEDS; do

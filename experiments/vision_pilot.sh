@@ -17,7 +17,7 @@
 # $ bash experiments/vision_pilot.sh   (resumable; two jobs at a time; then experiments/vision_pilot.py's table)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source experiments/runs.sh  # check_env, run_failed
+source experiments/runs.sh  # check_env, run_failed, image_config, image_first_step
 PYTHON=${PYTHON:-python}
 export OMP_NUM_THREADS=1
 OUT=${OUT:-out/vision-pilot}
@@ -28,14 +28,11 @@ STEPS=${STEPS:-1000}
 JOBS=${JOBS:-2}
 PILOT_PROTOCOLS="mean concat mid mid-concat nomask"
 PROTOCOLS=${PROTOCOLS:-$PILOT_PROTOCOLS}
-REGISTERED_ARMS="ar ar1s mae75 random"  # the arms config() knows
+REGISTERED_ARMS="ar ar1s mae75 random"  # the arms job() knows
 check_env PYTHON OUT RES SEEDS ARMS STEPS JOBS PROTOCOLS
 export PYTHON OUT RES STEPS PROTOCOLS
 [ -f data/fmnist/val.npz ] || $PYTHON data/fmnist/prepare.py > /dev/null  # needs apt-get install dataset-fashion-mnist
 
-config() {  # the arm's pretraining config, as vision.sh's
-    case $1 in ar1s) echo "config/ar_fmnist.py --two_stream=False" ;; *) echo "config/$1_fmnist.py" ;; esac
-}
 flags() {  # the probe variant's flags
     case $1 in mean) echo "" ;; concat) echo "--pooling=concat" ;; mid) echo "--layer=2" ;;
         mid-concat) echo "--layer=2 --pooling=concat" ;; nomask) echo "--keep_mask=False" ;; esac
@@ -61,12 +58,10 @@ job() {  # job ARM SEED: pretrain (unless recorded), then each probe the record 
         ckpt=$dir/ckpt_best.pt
         if [ "$arm" = random ]; then
             ckpt=random:$dir/ckpt_last.pt
-            [ -f "$dir/ckpt_last.pt" ] || $PYTHON train.py "$(config ar)" --max_iters=1 --progress=False \
-                --seed="$seed" --overwrite=True --out_dir="$dir" > "$dir.txt" 2>&1 ||
-                { run_failed "random $seed (1 step)" "$dir.txt"; return 1; }
+            [ -f "$dir/ckpt_last.pt" ] || image_first_step ar "$seed" "$dir" || return 1
         elif [ ! -f "$dir/ckpt_best.pt" ]; then
             # shellcheck disable=SC2046
-            $PYTHON train.py $(config "$arm") --max_iters="$STEPS" --lr_decay_iters="$STEPS" --progress=False \
+            $PYTHON train.py $(image_config "$arm") --max_iters="$STEPS" --lr_decay_iters="$STEPS" --progress=False \
                 --seed="$seed" --overwrite=True --out_dir="$dir" > "$dir.txt" 2>&1 ||
                 { run_failed "$arm $seed training" "$dir.txt"; return 1; }
             cp "$dir/log.jsonl" "$keep/log.jsonl"
@@ -79,7 +74,7 @@ job() {  # job ARM SEED: pretrain (unless recorded), then each probe the record 
     done
     echo "done: $arm $seed"
 }
-export -f job config flags
+export -f job flags
 jobs=()
 for seed in $SEEDS; do
     for arm in $ARMS pixels; do jobs+=("$arm $seed"); done
