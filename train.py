@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import asdict
 
 from configurator import UsageError, check_ranges, configure, one_line_errors
@@ -182,8 +183,9 @@ if checkpoint is not None:
     data_warning = restore_generators(checkpoint, streams, rank, device, batch_size)
     checkpoint = None  # free memory
 raw_model = model  # evaluation and checkpoints use the plain module: its state_dict keys carry no wrapper's prefix
-if compile:  # static shapes: every batch of a run has the same (objectives pad to fixed widths)
+if compile:  # static shapes: every batch of a run has the same (objectives pad to fixed widths, Kind.counts)
     model = torch.compile(model, dynamic=False)
+    torch._dynamo.config.fail_on_recompile_limit_hit = True  # as bench.py: past the limit, an error, not eager
 if ddp:  # around the compiled module, as PyTorch advises: DDP's forward runs eagerly and marks itself active, so
     # dynamo splits the graph at DDP's gradient buckets (DDPOptimizer) and their all-reduces overlap the backward
     model = DDP(model, device_ids=[local_rank] if device_type == 'cuda' else None)
@@ -261,7 +263,7 @@ def train_batch(micro_step):
 
 bar = progress_bar(total=max_iters, initial=iter_num, desc=tag, unit='steps', enabled=master and progress)
 train_loss_sum, train_loss_count, window_time, window_flops = torch.zeros((), device=device), 0, 0.0, 0.0
-stopping = False
+stopping, compiled_once = False, False
 tokens_per_step = batch_size * sequence_length * accum * world_size
 model.train()
 # the next step's first micro-batch is drawn during this step's last: a checkpoint keeps stream 0 as it was before
@@ -276,8 +278,11 @@ while iter_num < max_iters:
     for micro_step in range(accum):
         if ddp:  # sync gradients only on the last micro-step, and say so BEFORE its forward pass
             model.require_backward_grad_sync = micro_step == accum - 1
-        with autocast:
+        # the first forward compiles; a recompile after it (a batch of another shape) is an error, not a silent
+        # minute of compiling per shape and, past the recompile limit, an eager run
+        with (torch.compiler.set_stance('fail_on_recompile') if compiled_once else nullcontext()), autocast:
             _, loss = model(**batch)
+        compiled_once = compile
         window_flops += flops
         if micro_step == accum - 1:
             stream0_state = streams[0].get_state()

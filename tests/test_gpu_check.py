@@ -43,16 +43,21 @@ def test_a_short_lease_runs_only_the_parts_asked_for_and_part_1_compares_every_m
     lines, figures = read_record(only_record(tmp_path / 'records'))
     assert [r['part'] for r in figures if 'outcome' in r] == ['correctness', 'cache']
     assert proc.stdout.splitlines()[-1].startswith('gpu_check: 2 of 2 parts passed')
-    # ar / dar / vm2s / mlm / mdlm at two lengths in float32, at the longer one in bf16 too: flex forward (no CPU
-    # backward) against SDPA's math kernel in IEEE float32; in bf16 against SDPA's own bf16 kernels, named
+    # ar / dar / vm2s / mlm / mdlm / gvp at two lengths in float32, at the longer one in bf16 too: flex forward (no
+    # CPU backward) against SDPA's math kernel in IEEE float32; in bf16 against SDPA's own bf16 kernels, named
+    objectives = ('ar', 'dar', 'vm2s', 'mlm', 'mdlm', 'gvp')
     masks = [r for r in figures if 'mask' in r]
     assert [(r['mask'], r['S'], r['dtype']) for r in masks] == \
         [(m, S, dtype) for S, dtypes in ((32, ['float32']), (256, ['float32', 'bfloat16'])) for dtype in dtypes
-         for m in ('ar', 'dar', 'vm2s', 'mlm', 'mdlm')]
+         for m in objectives]
     assert all(r['ok'] and not r['backward'] for r in masks)
     assert all(r['gap'] <= 1e-4 for r in masks if r['dtype'] == 'float32')
     assert all(set(r['sdpa_gaps']) == {'flash', 'math'} for r in masks if r['dtype'] == 'bfloat16')
-    assert sum(line.startswith('- PASS') for line in lines) == 15
+    # then each objective's batches through one compiled model: one graph, no recompile
+    compiles = [r for r in figures if r.get('item') == 'compiles']
+    assert [r['objective'] for r in compiles] == list(objectives)
+    assert all(r['ok'] and r['graphs'] == 1 and r['recompiles'] == 0 for r in compiles)
+    assert sum(line.startswith('- PASS') for line in lines) == 24
 
 
 def test_correctness_catches_a_wrong_kernel(tmp_path, monkeypatch):
@@ -61,8 +66,9 @@ def test_correctness_catches_a_wrong_kernel(tmp_path, monkeypatch):
     monkeypatch.setattr(model, 'flex_attention', lambda q, k, v, block_mask: attend(q, k, v, block_mask) * 1.1)
     assert in_process(tmp_path, monkeypatch, '--part=correctness', f'--record={tmp_path}') == 1
     lines, figures = read_record(tmp_path)
-    assert len(figures) == 15 and not any(r['ok'] for r in figures)
-    assert sum(line.startswith('- FAIL') for line in lines) == 15
+    masks = [r for r in figures if 'mask' in r]
+    assert len(masks) == 18 and not any(r['ok'] for r in masks)
+    assert sum(line.startswith('- FAIL') for line in lines) == 18
 
 
 @pytest.mark.long

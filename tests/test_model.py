@@ -205,16 +205,20 @@ def test_one_stream_bert_attends_unmasked(monkeypatch, backend):
 # -----------------------------------------------------------------------------
 # the compiled paths a GPU run takes, exercised on CPU (inductor): what a first cluster user would otherwise find
 
-COMPILED = [('ar', {}), ('dar', {}), ('vm', dict(two_stream=True)), ('mlm', {})]
+# every objective: gvp's random segmentation draws a different first group per sequence, so its widths are the
+# ones a batch could take from its draws (a recompile per width) unless Kind.counts fixes them
+COMPILED = [('ar', {}), ('dar', {}), ('vm', dict(two_stream=True)), ('mlm', {}), ('mdlm', dict(two_stream=True)),
+            ('gvp', dict(n_groups=3, segmentation='random'))]
+SEEDS = (0, 3, 5)  # batches of 3 whose gvp sequences have at most 9, 8 and 7 targets: three widths unless fixed
 COMPILED_CASES = [(o, kw, 'tokens') for o, kw in COMPILED] + \
     [('dar', {}, 'rope'), ('vm', dict(two_stream=True), 'rope')]  # rotary rows of both streams, compiled
 COMPILED_IDS = [o + ('-rope' if kind == 'rope' else '') for o, _, kind in COMPILED_CASES]
 
 
-def compiled_cases(quick):
-    """Each compile costs seconds of one core: one case per test stays in the quick run (-m 'not long'); the
-    others are marked long."""
-    return [pytest.param(*case, id=name, marks=() if name == quick else pytest.mark.long)
+def compiled_cases(*quick):
+    """Each compile costs seconds of one core: the cases named stay in the quick run (-m 'not long'); the others
+    are marked long."""
+    return [pytest.param(*case, id=name, marks=() if name in quick else pytest.mark.long)
             for case, name in zip(COMPILED_CASES, COMPILED_IDS)]
 
 
@@ -224,18 +228,18 @@ INDUCTOR_CASES = ('ar', 'vm-rope')  # one-stream causal, and two-stream with rot
 
 
 @needs_compiler
-@pytest.mark.parametrize('objective,options,kind', compiled_cases(quick='vm'))
+@pytest.mark.parametrize('objective,options,kind', compiled_cases('vm', 'gvp'))
 def test_compiled_model_equals_eager_and_never_recompiles(objective, options, kind, request):
     """torch.compile(model) (train.py's compile=True): loss and every gradient as eager, and batches of other drawn
-    mask ratios (vm) or group sizes (dar) reuse the first compiled graph: masked widths are static."""
+    mask ratios (vm), group sizes (dar) or first groups (gvp) reuse the first compiled graph: widths are static."""
     backend = 'inductor' if request.node.callspec.id in INDUCTOR_CASES else 'aot_eager'
     torch._dynamo.reset()
     eager = tiny_model(kind, n_layer=1).train()  # one layer: half the graph to compile, the same kernels
     compiled_copy = tiny_model(kind, n_layer=1).train()
     compiled_copy.load_state_dict(eager.state_dict())
     compiled = torch.compile(compiled_copy, backend=backend, dynamic=False)
-    for seed in range(3):
-        batch = Objective(objective, **options).batch(token_batch(B=4, seed=seed), torch.Generator().manual_seed(seed))
+    for seed in SEEDS:
+        batch = Objective(objective, **options).batch(token_batch(B=3, seed=seed), torch.Generator().manual_seed(seed))
         with torch._dynamo.config.patch(error_on_recompile=seed > 0):
             _, loss_compiled = compiled(**batch)
             loss_compiled.backward()
@@ -249,7 +253,7 @@ def test_compiled_model_equals_eager_and_never_recompiles(objective, options, ki
         compiled_copy.zero_grad(set_to_none=True)
 
 
-@pytest.mark.parametrize('objective,options,kind', compiled_cases(quick='dar-rope'))
+@pytest.mark.parametrize('objective,options,kind', compiled_cases('dar-rope'))
 def test_compiled_flex_forward_equals_sdpa(objective, options, kind):
     """FlexAttention compiled with the model as on CUDA, its BlockMask built inside the graph from the group ids,
     traced by dynamo and AOT autograd (aot_eager: inductor's CPU flex kernel cannot read a BlockMask built in the
@@ -266,19 +270,19 @@ def test_compiled_flex_forward_equals_sdpa(objective, options, kind):
 
 def test_compiled_flex_model_is_one_graph_per_objective():
     """The CUDA path's shape of compilation, counted by a backend that only records graphs: the BlockMask and every
-    flex call join the model's one graph (no graph break), later batches of either objective reuse it (no
+    flex call join the model's one graph (no graph break), later batches of each objective reuse it (no
     recompile, as a compiled kernel stored in a global on first use would cause), and the numbers are eager's."""
     torch._dynamo.reset()
     graphs = []
     model = tiny_model('tokens', 'flex', n_layer=1)
     compiled = torch.compile(model, backend=lambda gm, inputs: graphs.append(gm) or gm.forward, dynamic=False)
     with torch.no_grad():
-        for objective, options in (('dar', {}), ('vm', dict(two_stream=True))):
-            for seed in range(3):
-                batch = Objective(objective, **options).batch(token_batch(B=4, seed=seed),
+        for n, (objective, options) in enumerate(COMPILED):
+            for seed in SEEDS:
+                batch = Objective(objective, **options).batch(token_batch(B=3, seed=seed),
                                                               torch.Generator().manual_seed(seed))
                 assert (compiled(**batch)[0] - model(**batch)[0]).abs().max() <= 1e-5
-            assert len(graphs) == (1 if objective == 'dar' else 2), objective
+            assert len(graphs) == n + 1, objective
 
 
 @pytest.mark.parametrize('objective,options', OBJECTIVES, ids=IDS)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+import objectives
 from checkpoint import left_behind, load_checkpoint, read_checkpoint, save_checkpoint
 from configurator import read_config
 from conftest import ROOT, one_error_line, run_in_process, run_script, script_error, write_corpus
@@ -698,16 +699,18 @@ def test_under_torchrun_a_signal_stops_every_process_at_the_same_log_step(tmp_pa
 
 def compiled_with_aot_eager(monkeypatch):
     """torch.compile as train.py calls it, on aot_eager: what recompiles and where graphs break is dynamo's doing
-    whatever the backend, and inductor's C++ build takes a minute a model on a CPU. Dynamo raises on a recompile."""
+    whatever the backend, and inductor's C++ build takes a minute a model on a CPU. train.py raises on a recompile
+    (its dynamo settings are restored after the test)."""
     import functools
     monkeypatch.setattr(torch, 'compile', functools.partial(torch.compile, backend='aot_eager'))
-    monkeypatch.setattr(torch._dynamo.config, 'error_on_recompile', True)
+    monkeypatch.setattr(torch._dynamo.config, 'fail_on_recompile_limit_hit', False)
     torch._dynamo.reset()  # what other tests compiled would count as this run's recompiles
     torch._dynamo.utils.counters.clear()
     return torch._dynamo.utils.counters
 
 
-@pytest.mark.parametrize('objective', [['--objective=ar'], ['--objective=vm', '--two_stream=True']])
+@pytest.mark.parametrize('objective', [['--objective=ar'], ['--objective=vm', '--two_stream=True'],
+                                       ['--objective=gvp', '--n_groups=4', '--segmentation=random']])
 def test_a_compiled_model_trains_without_recompiling(tmp_path, tiny_corpus, monkeypatch, objective):
     """Every batch of a run has the same shapes: the first micro-step compiles one graph, and the second and every
     later step reuse it, across the evaluations between them (eval mode and back)."""
@@ -716,6 +719,20 @@ def test_a_compiled_model_trains_without_recompiling(tmp_path, tiny_corpus, monk
         train_here(tmp_path / 'out', tiny_corpus, *objective, '--compile=True', '--max_iters=4', '--eval_interval=2',
                    '--gradient_accumulation_steps=2')
         assert counters['stats']['unique_graphs'] == 1 and not counters['graph_break'], dict(counters)
+    finally:
+        torch._dynamo.reset()
+
+
+def test_a_recompile_during_training_is_an_error(tmp_path, tiny_corpus, monkeypatch):
+    """A batch of another shape after the first compile stops the run (dynamo would otherwise recompile in silence,
+    and past its recompile limit run the model eagerly): here every batch is one query row wider."""
+    counters = compiled_with_aot_eager(monkeypatch)
+    widths = iter(range(32, 10 ** 6))
+    monkeypatch.setattr(objectives, 'target_counts', lambda objective, L: (1, next(widths)))
+    try:
+        with pytest.raises(RuntimeError, match='fail_on_recompile'):
+            train_here(tmp_path / 'out', tiny_corpus, '--objective=dar', '--compile=True', '--max_iters=4')
+        assert counters['stats']['unique_graphs'] == 1, dict(counters)
     finally:
         torch._dynamo.reset()
 
