@@ -35,7 +35,8 @@ from output import atomic_write, claim_out_dir, progress as progress_bar, write_
 from checkpoint import checked_model_config
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, model_vocab_size
-from devices import peak_flops, pick_compile, sdpa_kernels, sdpa_with, setup_processes, step_flops, to_device
+from devices import (peak_flops, pick_attn_backend, pick_compile, sdpa_kernels, sdpa_with, setup_processes,
+                     step_flops, to_device)
 from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask
 from objectives import Objective
 
@@ -105,6 +106,8 @@ check_ranges(config, {'n_layer': '[1, inf)', 'n_head': '[1, inf)', 'n_embd': '[1
                       'memory_seq_lens': '[4, inf)', 'warmup': '[0, inf)', 'steps': '[1, inf)',
                       'grad_clip': '[0, inf)', 'seed': '[0, inf)'})
 checked_model_config(n_head=n_head, n_embd=n_embd, mlp=mlp, rope=any(VARIANTS[v][2] for v in variants))
+for backend in backends:  # flex has no attention dropout: refused with one line where dropout > 0
+    pick_attn_backend(backend, 'cpu', dropout)
 _, _, _, _, device, dtype, autocast = setup_processes(device, dtype)  # one process (refused under torchrun above)
 cuda = device.startswith('cuda')
 device_type = 'cuda' if cuda else 'cpu'

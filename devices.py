@@ -83,10 +83,20 @@ def micro_steps(gradient_accumulation_steps, batch_size):
     return world_size, gradient_accumulation_steps // world_size
 
 
-def pick_attn_backend(attn_backend, device):
-    """'auto' -> flex on CUDA (block-sparse, compiled), sdpa with a dense mask elsewhere (flex has no CPU backward)."""
+def pick_attn_backend(attn_backend, device, dropout=0.0):
+    """'auto' -> flex on CUDA (block-sparse, compiled), sdpa with a dense mask elsewhere (flex has no CPU backward).
+    dropout: the attention dropout of the training this backend runs. FlexAttention has none, so a run with it
+    trains on sdpa (one line says so): a fine-tune is then regularised alike on a GPU and a CPU."""
     if attn_backend not in ('auto', 'sdpa', 'flex'):
         raise UsageError(f"attn_backend must be 'auto', 'sdpa' or 'flex', got {attn_backend!r}")
+    if dropout and attn_backend == 'flex':
+        raise UsageError(f"the flex backend has no attention dropout (dropout={dropout}): pick sdpa (--attn_backend="
+                         "sdpa or auto; bench.py: --backends='(sdpa,)'), or --dropout=0")
+    if attn_backend == 'auto' and device.startswith('cuda') and dropout:
+        if int(os.environ.get('RANK', 0)) == 0:
+            print(f"attn_backend=auto: sdpa, not flex, for dropout={dropout} (flex has no attention dropout)",
+                  file=sys.stderr)
+        return 'sdpa'
     if attn_backend == 'auto':
         return 'flex' if device.startswith('cuda') else 'sdpa'
     return attn_backend

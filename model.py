@@ -116,6 +116,8 @@ class Attention(nn.Module):
         if mask is None or isinstance(mask, torch.Tensor):  # SDPA: its own causal kernel, or the dense boolean mask
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal,
                                                dropout_p=self.dropout if self.training else 0.0)
+        elif self.training and self.dropout:  # one behaviour on every backend (devices.pick_attn_backend)
+            raise ValueError("attn_backend='flex' has no attention dropout: train on 'sdpa', or with dropout=0")
         else:
             y = flex_attention(q, k, v, mask)
         y = y.transpose(1, 2).contiguous().view(B, R, C)  # every row attended over the n_content keys

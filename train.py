@@ -113,7 +113,7 @@ if bert_replace and input_kind != 'tokens':
     raise UsageError("bert_replace (BERT's 80/10/10 random tokens) needs text: set bert_replace=False for images")
 master = int(os.environ.get('RANK', 0)) == 0  # torchrun's rank 0 speaks for all (its process group starts below)
 device_type = check_device(device, dtype).split(':')[0]  # 'auto' resolved
-attn_backend, compile = pick_attn_backend(attn_backend, device_type), pick_compile(compile, device_type)
+attn_backend, compile = pick_attn_backend(attn_backend, device_type, dropout), pick_compile(compile, device_type)
 world_size, accum = micro_steps(gradient_accumulation_steps, batch_size)  # accum: micro-steps of this process
 schedule_warning = check_schedule(learning_rate, warmup_iters, lr_decay_iters, min_lr, max_iters, schedule)
 sequence_length = block_size if input_kind == 'tokens' else (image_size // patch_size) ** 2 + 1  # + BOS / CLS

@@ -760,3 +760,21 @@ def test_ddp_around_the_compiled_model_splits_its_graph_at_the_gradient_buckets(
             torch.distributed.destroy_process_group()
     assert type(run['model']).__name__ == 'DistributedDataParallel'
     assert read_checkpoint(tmp_path / 'out' / 'ckpt_last.pt')['model'].keys() == run['raw_model'].state_dict().keys()
+
+
+def test_attention_dropout_is_never_ignored_on_any_backend(tmp_path, tiny_corpus, capsys):
+    """FlexAttention has no attention dropout: 'auto' on CUDA trains a run with dropout on sdpa and says so in one
+    line, an explicit flex refuses with one line naming the fix, and a flex model trained with dropout raises rather
+    than skip it (a fine-tune regularised alike on a GPU and a CPU)."""
+    from devices import pick_attn_backend
+    from model import ModelConfig, Transformer
+    assert pick_attn_backend('auto', 'cuda', dropout=0.0) == 'flex'
+    assert pick_attn_backend('auto', 'cuda:1', dropout=0.1) == 'sdpa'
+    assert 'flex has no attention dropout' in capsys.readouterr().err
+    assert pick_attn_backend('auto', 'cpu', dropout=0.1) == 'sdpa'
+    assert '--attn_backend=sdpa' in train_error(tmp_path, tiny_corpus, '--attn_backend=flex', '--dropout=0.1')
+    model = Transformer(ModelConfig(vocab_size=64, block_size=9, n_layer=1, n_head=2, n_embd=32, dropout=0.1,
+                                    attn_backend='flex')).train()
+    batch = objectives.Objective('dar').batch(torch.randint(0, 64, (2, 9)), torch.Generator().manual_seed(0))
+    with torch.no_grad(), pytest.raises(ValueError, match='no attention dropout'):  # no_grad: flex's CPU forward
+        model(**batch)
