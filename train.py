@@ -176,7 +176,10 @@ scaler = torch.amp.GradScaler(device_type, enabled=dtype == 'float16')
 iter_num, best_val_loss, data_warning = 0, float('inf'), ''
 if checkpoint is not None:
     model.load_state_dict(checkpoint['model'])
-    optimizer.load_state_dict(checkpoint['optimizer'])
+    kernels = {k: optimizer.defaults[k] for k in ('fused', 'foreach', 'capturable')}  # this device's AdamW
+    optimizer.load_state_dict(checkpoint['optimizer'])  # it restores the saving device's too: a CPU's fused=None
+    for group in optimizer.param_groups:
+        group.update(kernels)
     if scaler.is_enabled() and checkpoint.get('scaler'):
         scaler.load_state_dict(checkpoint['scaler'])
     iter_num, best_val_loss = checkpoint['iter'], checkpoint['best_val_loss']

@@ -778,3 +778,20 @@ def test_attention_dropout_is_never_ignored_on_any_backend(tmp_path, tiny_corpus
     batch = objectives.Objective('dar').batch(torch.randint(0, 64, (2, 9)), torch.Generator().manual_seed(0))
     with torch.no_grad(), pytest.raises(ValueError, match='no attention dropout'):  # no_grad: flex's CPU forward
         model(**batch)
+
+
+def test_a_resumed_run_keeps_its_devices_optimizer_kernels(tmp_path, tiny_corpus, monkeypatch):
+    """A CPU checkpoint resumed on CUDA: its optimizer state, but CUDA's fused AdamW (load_state_dict restores the
+    saving device's options, fused=None). Simulated on the CPU: the resumed run builds AdamW as train.py's CUDA
+    path does (fused=True), and the next run back on plain AdamW keeps its own (no fused)."""
+    import functools
+    out = tmp_path / 'out'
+    train_here(out, tiny_corpus, '--max_iters=2', '--eval_interval=2')
+    monkeypatch.setattr(torch.optim, 'AdamW', functools.partial(torch.optim.AdamW, fused=True))
+    run = train_here(out, tiny_corpus, '--max_iters=4', '--eval_interval=2', '--init_from=resume')
+    assert all(group['fused'] is True for group in run['optimizer'].param_groups)
+    assert run['optimizer'].state_dict()['state'].keys() == read_checkpoint(out / 'ckpt_last.pt')['optimizer'][
+        'state'].keys() and all(state['step'] == 4 for state in run['optimizer'].state.values())
+    monkeypatch.undo()
+    run = train_here(out, tiny_corpus, '--max_iters=6', '--eval_interval=2', '--init_from=resume')
+    assert all(group['fused'] is None for group in run['optimizer'].param_groups)
