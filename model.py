@@ -236,9 +236,10 @@ class Transformer(nn.Module):
         if self.config.rope:
             positions = content_pos if query_pos is None else torch.cat([content_pos, query_pos], dim=1)
             rotary = rotary_angles(positions, self.config.n_embd // self.config.n_head)
-        # no mask where SDPA's own kernels say the rule: all_visible (one-stream BERT, no padding; a mask would only
-        # rule out flash), or one-stream GPT, whose groups are its positions (the causal kernel)
-        is_causal = causal and query_pos is None and self.config.attn_backend == 'sdpa'
+        # no mask where SDPA's own kernels say the rule, on either backend: all_visible (one-stream BERT, no
+        # padding; a mask would only rule out flash), or one-stream GPT, whose groups are its positions (the causal
+        # kernel: flash / cuDNN beat flex's BlockMask of the same triangle on a GPU)
+        is_causal = causal and query_pos is None
         if all_visible or is_causal:
             mask = None
         elif self.config.attn_backend == 'flex':

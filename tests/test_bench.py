@@ -133,12 +133,22 @@ def test_one_job_alone(tmp_path):
     assert 'flex' in (tmp_path / 'bench.md').read_text()
 
 
+def test_flex_tiles_are_options_measured_not_assumed(tmp_path):
+    """--flex_block / --flex_kernel: the BlockMask's block and the flex kernel's tiles a run timed, in its record."""
+    proc = run_script('bench.py', *TINY, '--jobs=(attention,)', '--flex_block=16', "--flex_kernel=(16,16)",
+                      f'--out_dir={tmp_path}')
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    attention = json.loads((tmp_path / 'bench.json').read_text())['attention']
+    assert attention['flex_block'] == [16, 16] and attention['flex_kernel'] == {'BLOCK_M': 16, 'BLOCK_N': 16}
+    assert 'BlockMask [16, 16]' in (tmp_path / 'bench.md').read_text()
+
+
 def test_bad_input_is_one_line():
     proc = run_script('bench.py', '--variants=gpt', '--progress=False')  # printed as one line; the rest in process
     assert proc.returncode == 1 and proc.stderr.strip().count('\n') == 0
     assert 'bench.py: error:' in proc.stderr and 'variants' in proc.stderr
     for flags, word in ((['--jobs=(speed,timing)'], 'jobs'), (['--compile=True', '--device=cpu'], 'BlockMask'),
-                        (['--n_head=3', '--n_embd=32'], 'n_head')):
+                        (['--n_head=3', '--n_embd=32'], 'n_head'), (['--flex_kernel=(64,)'], 'flex_kernel')):
         assert word in script_error('bench.py', *flags, '--progress=False')
     proc = run_script('bench.py', '--progress=False', env={'RANK': '0'})
     assert proc.returncode == 1 and 'one process' in proc.stderr and proc.stderr.strip().count('\n') == 0

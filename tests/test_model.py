@@ -173,13 +173,24 @@ def test_rope_has_no_position_table_and_is_refused_for_patches():
         ModelConfig(vocab_size=64, n_embd=30, n_head=2, rope=True)
 
 
-def test_causal_kernel_equals_dense_mask():
-    model = tiny_model()
+@pytest.mark.parametrize('backend', ['sdpa', 'flex'])
+def test_causal_kernel_equals_the_mask(monkeypatch, backend):
+    """One-stream ar goes to SDPA's causal kernel (is_causal, no mask: flash / cuDNN on a GPU) on either backend,
+    with the numbers of the backend's own mask of the same groups (dense, or flex's BlockMask)."""
+    import model as model_module
+    calls = []
+    sdpa, flex = F.scaled_dot_product_attention, model_module.flex_attention
+    monkeypatch.setattr(model_module.F, 'scaled_dot_product_attention',
+                        lambda *a, **kw: calls.append(('sdpa', kw.get('is_causal'))) or sdpa(*a, **kw))
+    monkeypatch.setattr(model_module, 'flex_attention', lambda *a: calls.append(('flex', None)) or flex(*a))
+    model = tiny_model(backend=backend)
     batch = Objective('ar').batch(token_batch(), torch.Generator())
     with torch.no_grad():
-        fast, _ = model(**batch)
-        dense, _ = model(**{**batch, 'causal': False})
-    assert (fast - dense).abs().max() <= 1e-5
+        fast, loss = model(**batch)
+        assert calls == [('sdpa', True)] * 2  # one call per layer
+        masked, masked_loss = model(**{**batch, 'causal': False})
+        assert calls[2:] == [(backend, None if backend == 'flex' else False)] * 2
+    assert (fast - masked).abs().max() <= 1e-5 and abs(loss - masked_loss) <= 1e-6
 
 @pytest.mark.parametrize('backend', ['sdpa', 'flex'])
 def test_one_stream_bert_attends_unmasked(monkeypatch, backend):
