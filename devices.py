@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from configurator import UsageError
-from model import row_limits
+from model import head_rows, row_limits
 
 # -----------------------------------------------------------------------------
 # processes, device, dtype
@@ -131,8 +131,9 @@ def check_memory(needed, device, what):
 def step_memory(model, batch, training=True):
     """A lower bound on the bytes one step of `batch` holds in fp32: the weights (with gradients and AdamW's two
     moments when training), 4 activations per row and layer (a block keeps more than 10 for backward), the dense
-    boolean mask of the sdpa path, and the logits (with their log-softmax and gradient). Scripts compare it with
-    the free memory before allocating anything, so a block size that cannot fit stops with one line."""
+    boolean mask of the sdpa path, and the logits (with their log-softmax and gradient; training's text head holds
+    one chunk of rows at a time, model.chunked_loss). Scripts compare it with the free memory before allocating
+    anything, so a block size that cannot fit stops with one line."""
     B, n_content = batch['content'].shape[:2]
     n_query = 0 if batch['query_pos'] is None else batch['query_pos'].shape[1]
     rows, per_row = n_content + n_query, 4 if training else 1
@@ -140,7 +141,10 @@ def step_memory(model, batch, training=True):
     activations = 4 * B * rows * model.config.n_embd * model.config.n_layer * per_row
     dense = model.config.attn_backend == 'sdpa' and not (batch['causal'] and n_query == 0 or batch['all_visible'])
     head = model.config.vocab_size if model.config.input_kind == 'tokens' else model.config.patch_dim
-    logits = 4 * B * batch['valid'].shape[1] * head * (3 if training else 1)
+    targets = B * batch['valid'].shape[1]
+    if training and model.config.input_kind == 'tokens':
+        targets = min(targets, head_rows(model.config.vocab_size))
+    logits = 4 * targets * head * (3 if training else 1)
     return weights + activations + (B * rows * n_content if dense else 0) + logits
 
 # -----------------------------------------------------------------------------

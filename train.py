@@ -205,7 +205,7 @@ def estimate_loss():
         losses = torch.zeros(eval_iters)
         for k in range(eval_iters):
             with autocast:
-                _, loss = raw_model(**on_device(host_batch(split, generator, scoring)))
+                _, loss = raw_model(**on_device(host_batch(split, generator, scoring)), return_preds=False)
             losses[k] = loss.item()
         out[split] = losses.mean().to(device)
         if ddp:  # SUM then divide: gloo has no AVG
@@ -284,7 +284,7 @@ while iter_num < max_iters:
         # the first forward compiles; a recompile after it (a batch of another shape) is an error, not a silent
         # minute of compiling per shape and, past the recompile limit, an eager run
         with (torch.compiler.set_stance('fail_on_recompile') if compiled_once else nullcontext()), autocast:
-            _, loss = model(**batch)
+            _, loss = model(**batch, return_preds=False)  # no logits of the whole batch (model.chunked_loss)
         compiled_once = compile
         window_flops += flops
         if micro_step == accum - 1:

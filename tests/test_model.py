@@ -241,8 +241,9 @@ INDUCTOR_CASES = ('ar', 'vm-rope')  # one-stream causal, and two-stream with rot
 @needs_compiler
 @pytest.mark.parametrize('objective,options,kind', compiled_cases('vm', 'gvp'))
 def test_compiled_model_equals_eager_and_never_recompiles(objective, options, kind, request):
-    """torch.compile(model) (train.py's compile=True): loss and every gradient as eager, and batches of other drawn
-    mask ratios (vm), group sizes (dar) or first groups (gvp) reuse the first compiled graph: widths are static."""
+    """torch.compile(model) (train.py's compile=True, its chunked head): loss and every gradient as eager's plain
+    head, and batches of other drawn mask ratios (vm), group sizes (dar) or first groups (gvp) reuse the first
+    compiled graph: widths are static."""
     backend = 'inductor' if request.node.callspec.id in INDUCTOR_CASES else 'aot_eager'
     torch._dynamo.reset()
     eager = tiny_model(kind, n_layer=1).train()  # one layer: half the graph to compile, the same kernels
@@ -252,7 +253,7 @@ def test_compiled_model_equals_eager_and_never_recompiles(objective, options, ki
     for seed in SEEDS:
         batch = Objective(objective, **options).batch(token_batch(B=3, seed=seed), torch.Generator().manual_seed(seed))
         with torch._dynamo.config.patch(error_on_recompile=seed > 0):
-            _, loss_compiled = compiled(**batch)
+            _, loss_compiled = compiled(**batch, return_preds=False)
             loss_compiled.backward()
         _, loss_eager = eager(**batch)
         loss_eager.backward()
@@ -324,6 +325,31 @@ def test_finite_loss_and_gradients(objective, options, kind):
     for name, p in model.named_parameters():
         assert p.grad is None or torch.isfinite(p.grad).all(), name
     assert model.query_emb.grad is not None or batch['query_pos'] is None
+
+
+@pytest.mark.parametrize('objective,options', [('ar', {}), ('vm', dict(mask_ratio=(0.15, 0.5), two_stream=True)),
+                                               ('mdlm', {})], ids=['ar', 'vm', 'mdlm'])
+def test_chunked_head_loss_equals_the_plain_one(monkeypatch, objective, options):
+    """Training's loss (return_preds=False) runs the head and cross-entropy over chunks of rows, each chunk's logits
+    recomputed in backward: the loss and every gradient of the plain head over all rows (float32), padded targets
+    left out, MDLM's per-sequence mean included, and no cross-entropy ever sees more than one chunk."""
+    import model as model_module
+    monkeypatch.setattr(model_module, 'head_rows', lambda vocab_size: 5)
+    seen, cross_entropy = [], F.cross_entropy
+    monkeypatch.setattr(model_module.F, 'cross_entropy', lambda x, *a, **kw: seen.append(len(x)) or
+                        cross_entropy(x, *a, **kw))
+    plain, chunked = tiny_model().train(), tiny_model().train()
+    batch = Objective(objective, **options).batch(token_batch(B=4), torch.Generator().manual_seed(2))
+    _, loss = plain(**batch)
+    loss.backward()
+    seen.clear()
+    preds, chunked_loss = chunked(**batch, return_preds=False)
+    chunked_loss.backward()
+    assert preds is None and max(seen) <= 5 and sum(seen) == 2 * batch['valid'].numel()  # forward, then backward
+    assert abs(loss.item() - chunked_loss.item()) <= 1e-6
+    for (name, p), q in zip(plain.named_parameters(), chunked.parameters()):
+        assert (p.grad is None) == (q.grad is None) and (p.grad is None or torch.allclose(p.grad, q.grad, atol=1e-7,
+                                                                                           rtol=1e-5)), name
 
 
 def test_norm_pix_loss_targets():

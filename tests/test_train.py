@@ -314,9 +314,11 @@ def test_objective_settings_stop_up_front(tmp_path, tiny_corpus):
 
 
 def test_a_step_that_cannot_fit_stops_before_allocating(tmp_path, tiny_corpus):
-    """block_size=100000 on a CPU: the GPT-2 logits alone are 16 x 100000 x 50304 floats; refuse with one line."""
+    """block_size=100000 on a CPU: dar's dense boolean mask alone is 16 x 200000 x 100000 bytes (training's GPT-2
+    logits are only a chunk of rows at a time); refuse with one line."""
     corpus = write_corpus(tmp_path / 'long', np.arange(250_000) % 40, np.arange(150_000) % 40)
-    message = train_error(tmp_path / 'out', corpus, '--block_size=100000', '--batch_size=16', '--n_embd=32')
+    message = train_error(tmp_path / 'out', corpus, '--block_size=100000', '--batch_size=16', '--n_embd=32',
+                          '--objective=dar')
     assert 'needs at least' in message and 'GiB' in message and 'lower block_size or batch_size' in message
 
 
