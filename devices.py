@@ -57,8 +57,7 @@ def setup_processes(device='auto', dtype='auto'):
     if dtype == 'auto':
         dtype = 'bfloat16' if device_type == 'cuda' and torch.cuda.is_bf16_supported() else 'float32'
     if device_type == 'cuda':
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
+        set_tf32(True)
     autocast = nullcontext() if dtype == 'float32' else torch.autocast(device_type, dtype=getattr(torch, dtype))
     return ddp, rank, local_rank, world_size, device, dtype, autocast
 
@@ -175,8 +174,11 @@ def step_flops(model, batch):
     return 3 * forward
 
 # dense tensor-core peaks in TFLOP/s, most specific name first (fp32 runs use TF32, which setup_processes turns on)
-PEAK_TFLOPS = {'bfloat16': [('H100 PCIe', 756), ('H100 NVL', 835), ('H100', 989), ('H200', 989), ('A100', 312)],
-               'float32': [('H100 PCIe', 378), ('H100 NVL', 418), ('H100', 494), ('H200', 494), ('A100', 156)]}
+# (B200, GB200: NVIDIA's datasheets per GPU, dense, half their sparse figures)
+PEAK_TFLOPS = {'bfloat16': [('H100 PCIe', 756), ('H100 NVL', 835), ('H100', 989), ('H200', 989), ('A100', 312),
+                            ('GB200', 2500), ('B200', 2250)],
+               'float32': [('H100 PCIe', 378), ('H100 NVL', 418), ('H100', 494), ('H200', 494), ('A100', 156),
+                           ('GB200', 1250), ('B200', 1125)]}
 PEAK_TFLOPS['float16'] = PEAK_TFLOPS['bfloat16']
 
 def peak_flops(device_name, dtype):
@@ -186,16 +188,32 @@ def peak_flops(device_name, dtype):
 # -----------------------------------------------------------------------------
 # numerics and attention kernels, for equivalence checks and for naming what ran
 
+def set_tf32(enabled):
+    """TF32 for CUDA matmuls and cuDNN on or off; -> a function that restores what was set. torch >= 2.9 says it per
+    backend, fp32_precision = 'tf32' / 'ieee', and deprecates allow_tf32 (whose getters raise once both APIs have
+    been used): the new API where it exists, the old flags otherwise."""
+    if hasattr(torch.backends.cuda.matmul, 'fp32_precision'):
+        backends = (torch.backends.cuda.matmul, torch.backends.cudnn.conv, torch.backends.cudnn.rnn)
+        saved = [backend.fp32_precision for backend in backends]
+        for backend in backends:
+            backend.fp32_precision = 'tf32' if enabled else 'ieee'
+        return lambda: [setattr(backend, 'fp32_precision', value) for backend, value in zip(backends, saved)]
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = enabled
+
+    def restore():
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+    return restore
+
 @contextmanager
 def full_float32():
     """IEEE float32 matmuls (TF32 off, restored after): TF32's 10-bit mantissa alone moves results by ~1e-3, so an
     equivalence check in float32 would compare roundings. setup_processes turns TF32 on for training."""
-    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    restore = set_tf32(False)
     try:
         yield
     finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+        restore()
 
 SDPA_KERNELS = {'flash': SDPBackend.FLASH_ATTENTION, 'cuDNN': SDPBackend.CUDNN_ATTENTION,
                 'memory-efficient': SDPBackend.EFFICIENT_ATTENTION, 'math': SDPBackend.MATH}

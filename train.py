@@ -265,8 +265,9 @@ def train_batch(micro_step):
     return on_device(batch), flops
 
 bar = progress_bar(total=max_iters, initial=iter_num, desc=tag, unit='steps', enabled=master and progress)
-train_loss_sum, train_loss_count, window_time, window_flops = torch.zeros((), device=device), 0, 0.0, 0.0
-stopping, compiled_once = False, False
+train_loss_sum, train_loss_count = torch.zeros((), device=device), 0
+window_time, window_flops, window_steps = 0.0, 0.0, 0  # MFU's window: the timed steps since the last line
+stopping, compiled_once, first_iter = False, False, iter_num
 tokens_per_step = batch_size * sequence_length * accum * world_size
 model.train()
 # the next step's first micro-batch is drawn during this step's last: a checkpoint keeps stream 0 as it was before
@@ -299,6 +300,11 @@ while iter_num < max_iters:
     scaler.step(optimizer)
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
+    first_step = iter_num == first_iter  # of a start or resume: it compiles, so it stays out of MFU's window
+    if first_step:
+        window_flops = 0.0
+        if device_type == 'cuda':
+            torch.cuda.synchronize()  # its queued work too (a wait at the step the first batch's waits count at)
     iter_num += 1
     bar.update(1)
     # the host reads device values, and so waits for the device, only at log and evaluation steps: every other step
@@ -307,26 +313,32 @@ while iter_num < max_iters:
     log_step = iter_num % log_interval == 0 or iter_num == max_iters
     eval_step = iter_num % eval_interval == 0 or iter_num == max_iters
     stopping = bool(stop_signal) and not ddp
-    if ddp and log_step:  # with the FLOPs of every process, for MFU
-        shared = torch.tensor([float(bool(stop_signal)), window_flops], dtype=torch.float64, device=device)
+    loss_sum, loss_count = train_loss_sum, train_loss_count  # this process's micro-batches since the last line
+    if ddp and log_step:  # with the FLOPs (MFU) and losses of every process: the line speaks for all of them
+        shared = torch.cat([torch.tensor([float(bool(stop_signal)), window_flops, loss_count], dtype=torch.float64,
+                                         device=device), loss_sum.double()[None]])
         dist.all_reduce(shared)
-        stop_votes, window_flops = shared.tolist()
+        stop_votes, window_flops, loss_count, loss_sum = shared.tolist()
         stopping = stop_votes > 0
     if device_type == 'cuda' and (log_step or eval_step or stopping):
         torch.cuda.synchronize()  # the window's clock includes all the device work queued in it
-    window_time += time.time() - t0
+    if not first_step:
+        window_time += time.time() - t0
+        window_steps += 1
     if log_step or stopping:
-        train_loss = float(train_loss_sum) / train_loss_count  # this process's micro-batches since the last line
+        train_loss = float(loss_sum) / loss_count
         stop_on_nan(train_loss, 'training')
-        record = dict(iter=iter_num, train_loss=train_loss, lr=lr,
-                      tokens_per_sec=tokens_per_step * train_loss_count / accum / window_time, time=time.time())
-        if peak:  # all processes' FLOPs over all their peaks
-            record['mfu'] = window_flops / window_time / (world_size * peak)
-        write_log(record)
-        bar.set_postfix(loss=f"{train_loss:.4f}", lr=f"{lr:.2e}", tok_s=f"{record['tokens_per_sec']:.0f}",
-                        **({'mfu': f"{100 * record['mfu']:.1f}%"} if peak else {}))
+        speed = {}
+        if window_steps:  # none where the window held the first step alone
+            speed['tokens_per_sec'] = tokens_per_step * window_steps / window_time
+            if peak:  # all processes' FLOPs over all their peaks
+                speed['mfu'] = window_flops / window_time / (world_size * peak)
+        write_log(dict(iter=iter_num, train_loss=train_loss, lr=lr, **speed, time=time.time()))
+        bar.set_postfix(loss=f"{train_loss:.4f}", lr=f"{lr:.2e}",
+                        **({'tok_s': f"{speed['tokens_per_sec']:.0f}"} if speed else {}),
+                        **({'mfu': f"{100 * speed['mfu']:.1f}%"} if 'mfu' in speed else {}))
         train_loss_sum.zero_()
-        train_loss_count, window_time, window_flops = 0, 0.0, 0.0
+        train_loss_count, window_time, window_flops, window_steps = 0, 0.0, 0.0, 0
     if eval_step or stopping:
         losses = estimate_loss()
         stop_on_nan(losses['val'], 'validation')

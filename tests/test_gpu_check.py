@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from conftest import ROOT, one_error_line, run_in_process, run_script, script_error
-from devices import full_float32, sdpa_kernels
+from devices import full_float32, peak_flops, sdpa_kernels, set_tf32
 
 PARTS = ['0 environment', '1 correctness', '2 P4', '3 P5', "4 the design card's command", '5 compile cache']
 
@@ -189,15 +189,48 @@ def test_bad_input_is_one_line(tmp_path, monkeypatch):
     assert 'python data/pile/prepare.py' in script_error('gpu_check.py', '--dataset=pile')
 
 
+TF32_SETTINGS = [(torch.backends, 'fp32_precision'), (torch.backends.cuda.matmul, 'fp32_precision'),
+                  (torch.backends.cudnn, 'fp32_precision'), (torch.backends.cudnn.conv, 'fp32_precision'),
+                  (torch.backends.cudnn.rnn, 'fp32_precision')]
+
+
 def test_full_float32_turns_tf32_off_and_restores_it():
-    matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    """torch >= 2.9: by the per-backend fp32_precision, never the deprecated allow_tf32 (whose getters raise once
+    the two APIs are mixed, as here where the generic setting says tf32), and without a warning."""
+    import warnings
+    saved = [getattr(*setting) for setting in TF32_SETTINGS]
     try:
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True  # as setup_processes on CUDA
-        with full_float32():
-            assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
-        assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+        torch.backends.fp32_precision = 'tf32'  # the new API's generic setting: the old getters now raise
+        with warnings.catch_warnings():
+            warnings.simplefilter('error')
+            set_tf32(True)  # as setup_processes on CUDA
+            with full_float32():
+                assert torch.backends.cuda.matmul.fp32_precision == torch.backends.cudnn.conv.fp32_precision == 'ieee'
+            assert torch.backends.cuda.matmul.fp32_precision == torch.backends.cudnn.conv.fp32_precision == 'tf32'
     finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
+        for setting, value in zip(TF32_SETTINGS, saved):
+            setattr(*setting, value)
+
+
+def test_torch_before_2_9_sets_tf32_by_the_old_flags(monkeypatch):
+    """Where fp32_precision does not exist (torch < 2.9), allow_tf32 as before."""
+    from types import SimpleNamespace
+    monkeypatch.setattr(torch.backends.cuda, 'matmul', SimpleNamespace(allow_tf32=False))
+    monkeypatch.setattr(torch.backends, 'cudnn', SimpleNamespace(allow_tf32=True))
+    with full_float32():
+        assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+    assert not torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+    set_tf32(True)
+    assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+
+
+def test_peaks_name_the_most_specific_device_first():
+    """MFU's peaks (dense, per GPU): a B200 and a GB200 have their own, an H100 PCIe is not an H100 SXM, a CPU none."""
+    assert peak_flops('NVIDIA B200', 'bfloat16') == 2250e12 and peak_flops('NVIDIA GB200', 'bfloat16') == 2500e12
+    assert peak_flops('NVIDIA B200', 'float32') == 1125e12
+    assert peak_flops('NVIDIA H100 PCIe', 'bfloat16') == 756e12 and peak_flops('NVIDIA H100 80GB HBM3', 'bfloat16') \
+        == 989e12
+    assert peak_flops('cpu', 'float32') is None
 
 
 def test_sdpa_kernels_names_those_that_run():

@@ -72,6 +72,9 @@ def test_ddp_equals_gradient_accumulation(tmp_path, tiny_corpus):
     for name in a:
         assert (a[name] - b[name]).abs().max() <= 1e-6, name
     assert read_checkpoint(tmp_path / 'ddp' / 'ckpt_last.pt')['world_size'] == 2
+    # each line's train loss is the mean over every process's micro-batches, not rank 0's alone
+    assert [r['train_loss'] for r in log(tmp_path / 'ddp', 'train_loss')] == \
+        pytest.approx([r['train_loss'] for r in log(tmp_path / 'single', 'train_loss')], rel=1e-5)
 
 
 @pytest.mark.long
@@ -220,7 +223,8 @@ def test_every_objective_learns_and_writes_its_outputs(tmp_path, tiny_corpus, ob
     assert [r['iter'] for r in records] == [10, 20, 30] and [r['iter'] for r in steps] == list(range(1, 31))
     assert records[-1]['val_loss'] < records[0]['val_loss'] - 0.2, (objective, records)
     assert {'iter', 'eval_train_loss', 'val_loss', 'lr'} <= set(records[0])
-    assert {'iter', 'train_loss', 'lr', 'tokens_per_sec'} <= set(steps[0])
+    assert {'iter', 'train_loss', 'lr', 'tokens_per_sec'} <= set(steps[1])
+    assert 'tokens_per_sec' not in steps[0]  # the first step's window: it alone, its speed the compile's
     assert (out / 'loss.png').exists() and (out / 'loss.csv').exists() and (out / 'ckpt_best.pt').exists()
     model, ckpt = load_checkpoint(out / 'ckpt_best.pt')
     assert ckpt['config']['objective'] == objective
@@ -637,16 +641,18 @@ WINDOWS = ['--objective=vm', '--max_iters=7', '--log_interval=3', '--eval_interv
 
 def assert_mfu_counts_every_micro_batch_once(out_dir, run, world_size):
     """Each training line's MFU = the FLOPs of every micro-batch of every process in its window, over the window's
-    seconds (read back from tokens_per_sec) times world_size peaks: one definition for any number of processes."""
+    seconds (read back from tokens_per_sec) times world_size peaks: one definition for any number of processes.
+    The first step (it compiles) is in no window."""
     from devices import step_flops
     streams = [torch.Generator().manual_seed(1337 * 1000 + k) for k in range(2)]  # train.py's, in any layout
     tokens_per_step, done = 4 * 33 * 2, 0
     for record in log(out_dir, 'train_loss'):
-        steps = record['iter'] - done
-        flops = sum(step_flops(run['raw_model'], run['pretraining'].batch(run['sequences']('train', g), g, run['bos']))
-                    for _ in range(steps) for g in streams)
-        seconds = tokens_per_step * steps / record['tokens_per_sec']
-        assert record['mfu'] == pytest.approx(flops / seconds / (world_size * PEAK), rel=1e-9), record
+        flops = [sum(step_flops(run['raw_model'], run['pretraining'].batch(run['sequences']('train', g), g,
+                                                                           run['bos'])) for g in streams)
+                 for _ in range(record['iter'] - done)]
+        timed = flops[1:] if done == 0 else flops
+        seconds = tokens_per_step * len(timed) / record['tokens_per_sec']
+        assert record['mfu'] == pytest.approx(sum(timed) / seconds / (world_size * PEAK), rel=1e-9), record
         done = record['iter']
     assert done == 7
 
@@ -797,3 +803,24 @@ def test_a_resumed_run_keeps_its_devices_optimizer_kernels(tmp_path, tiny_corpus
     monkeypatch.undo()
     run = train_here(out, tiny_corpus, '--max_iters=6', '--eval_interval=2', '--init_from=resume')
     assert all(group['fused'] is None for group in run['optimizer'].param_groups)
+
+
+def test_mfus_first_window_after_a_start_or_resume_leaves_the_compiling_step_out(tmp_path, tiny_corpus, monkeypatch):
+    """The first step of a run, and of its resume, compiles (a minute of GPT-2 on a GPU): it is in no window of
+    tokens_per_sec / MFU, so a first forward 2 s slower than the rest shows in no line's speed."""
+    import model as model_module
+    forward, calls = model_module.Transformer.forward, []
+
+    def slow_first_forward(self, *args, **kwargs):
+        if not calls:
+            time.sleep(2)
+        calls.append(1)
+        return forward(self, *args, **kwargs)
+    monkeypatch.setattr(model_module.Transformer, 'forward', slow_first_forward)
+    out = tmp_path / 'out'
+    train_here(out, tiny_corpus, '--max_iters=4', '--log_interval=2', '--eval_interval=4')
+    calls.clear()
+    train_here(out, tiny_corpus, '--max_iters=8', '--log_interval=2', '--eval_interval=4', '--init_from=resume')
+    lines = log(out, 'train_loss')
+    assert [r['iter'] for r in lines] == [2, 4, 6, 8]
+    assert all(4 * 33 / r['tokens_per_sec'] < 1.0 for r in lines), lines  # seconds a step: 1 s would count the 2 s
