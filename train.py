@@ -219,15 +219,15 @@ def estimate_loss():
 # TERM / USR1 / INT: save and stop after this step; a second one exits at once, saying what out_dir holds then
 stop_signal = stop_on_signals(left_behind=lambda: left_behind(run_files))
 
-def save(paths):  # stream 0 as it was before the next step's first draw: see train_batch
+def save(paths):  # stream 0 as it was before the next step's first draw: see train_batch. -> seconds it took
+    began = time.time()
     states, torch_rng = gather_generators([stream0_state] + [g.get_state() for g in streams[1:]], device)
-    if master:
-        state = {'model': raw_model.state_dict(), 'optimizer': optimizer.state_dict(),
-                 'model_config': asdict(model_config), 'objective': asdict(pretraining), 'config': config,
-                 'iter': iter_num, 'best_val_loss': best_val_loss, 'scaler': scaler.state_dict(),
-                 'world_size': world_size, 'streams': states, 'torch_rng': torch_rng}
-        for path in paths:
-            save_checkpoint(state, path)
+    if master:  # written once, the best a link to the last where they are the same (checkpoint.save_checkpoint)
+        save_checkpoint({'model': raw_model.state_dict(), 'optimizer': optimizer.state_dict(),
+                         'model_config': asdict(model_config), 'objective': asdict(pretraining), 'config': config,
+                         'iter': iter_num, 'best_val_loss': best_val_loss, 'scaler': scaler.state_dict(),
+                         'world_size': world_size, 'streams': states, 'torch_rng': torch_rng}, *paths)
+    return time.time() - began
 
 def stop_on_nan(value, where):
     if not math.isfinite(value):
@@ -344,8 +344,9 @@ while iter_num < max_iters:
         stop_on_nan(losses['val'], 'validation')
         improved = losses['val'] < best_val_loss
         best_val_loss = min(best_val_loss, losses['val'])
-        save([last_path, best_path] if improved else [last_path])
-        write_log(dict(iter=iter_num, eval_train_loss=losses['train'], val_loss=losses['val'], lr=lr, time=time.time()))
+        save_seconds = save([last_path, best_path] if improved else [last_path])
+        write_log(dict(iter=iter_num, eval_train_loss=losses['train'], val_loss=losses['val'], lr=lr,
+                       save_seconds=save_seconds, time=time.time()))
         if master:
             bar.write(f"{tag} | iter {iter_num}: train {losses['train']:.4f}, val {losses['val']:.4f}"
                       f"{' (best)' if improved else ''}")

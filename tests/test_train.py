@@ -824,3 +824,26 @@ def test_mfus_first_window_after_a_start_or_resume_leaves_the_compiling_step_out
     lines = log(out, 'train_loss')
     assert [r['iter'] for r in lines] == [2, 4, 6, 8]
     assert all(4 * 33 / r['tokens_per_sec'] < 1.0 for r in lines), lines  # seconds a step: 1 s would count the 2 s
+
+
+def test_a_best_checkpoint_that_is_the_last_is_written_once(tmp_path, tiny_corpus, monkeypatch):
+    """The best checkpoint, when it is the last, is a hard link to it (atomic: made under a temporary name, then
+    renamed): one write of the file, both load; a later save of the last replaces its file, so the best keeps what
+    it was; without links (another file system) a copy. train.py logs each save's seconds."""
+    (tmp_path / 'saves').mkdir()
+    last, best = tmp_path / 'saves' / 'ckpt_last.pt', tmp_path / 'saves' / 'ckpt_best.pt'
+    save_checkpoint({'model': {'w': torch.zeros(3)}, 'model_config': {}}, last, best)
+    assert os.path.samefile(last, best) and read_checkpoint(best)['model']['w'].sum() == 0
+    save_checkpoint({'model': {'w': torch.ones(3)}, 'model_config': {}}, last)  # a later last, not the best
+    assert read_checkpoint(best)['model']['w'].sum() == 0 and read_checkpoint(last)['model']['w'].sum() == 3
+    save_checkpoint({'model': {'w': torch.full((3,), 2.0)}, 'model_config': {}}, last, best)  # a later best
+    assert read_checkpoint(best)['model']['w'].sum() == read_checkpoint(last)['model']['w'].sum() == 6
+    monkeypatch.setattr(os, 'link', lambda *args: (_ for _ in ()).throw(OSError('no links here')))
+    save_checkpoint({'model': {'w': torch.full((3,), 3.0)}, 'model_config': {}}, last, best)
+    assert not os.path.samefile(last, best) and read_checkpoint(best)['model']['w'].sum() == 9
+    assert sorted(os.listdir(tmp_path / 'saves')) == ['ckpt_best.pt', 'ckpt_last.pt']  # no temporary left behind
+    monkeypatch.undo()
+    out = tmp_path / 'out'
+    train_here(out, tiny_corpus, '--max_iters=2', '--eval_interval=2')
+    assert os.path.samefile(out / 'ckpt_last.pt', out / 'ckpt_best.pt')  # the first evaluation is the best so far
+    assert all(record['save_seconds'] >= 0 for record in log(out))
