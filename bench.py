@@ -50,6 +50,9 @@ backends = ('sdpa', 'flex')   # 'sdpa' = dense boolean mask; 'flex' = block-spar
                               # causal rows and unmasked rows run SDPA's own kernels)
 flex_block = 128              # FlexAttention's BlockMask block (rows = keys): a multiple of the kernel's tiles
 flex_kernel = ()              # the flex kernel's tiles (BLOCK_M, BLOCK_N); () = its own choice. Both measured here
+# ablations of the GPU path (each on as train.py runs; off: as before it): the MFU table's rows
+causal_kernel = True          # one-stream causal rows on SDPA's causal kernel, either backend (False: the backend's mask)
+chunked_head = True           # training's head and loss in row chunks (False: the whole batch's float32 logits)
 jobs = ('speed', 'memory', 'attention')  # a step of every variant x backend; memory growth in S; attention alone
 n_layer = 4
 n_head = 4
@@ -172,7 +175,8 @@ def fixed_batch(variant, S, B):
     generator = torch.Generator().manual_seed(seed + S)
     x = torch.randint(0, bos, (B, S), generator=generator)
     x[:, 0] = bos
-    return to_device(objective.batch(x, generator, bos), device)
+    batch = objective.batch(x, generator, bos)
+    return to_device({**batch, 'causal': batch['causal'] and causal_kernel}, device)  # off: groups = positions
 
 def make_step(model, batch, mode):
     """-> (step, optimizer): train.py's step (returning the loss before its update), or a forward pass."""
@@ -185,7 +189,7 @@ def make_step(model, batch, mode):
 
     def train_step():
         with autocast:
-            _, loss = model(**batch)
+            _, loss = model(**batch, return_preds=not chunked_head)
         loss.backward()
         if grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)

@@ -13,6 +13,8 @@ run cut short keeps what finished:
                   dense SDPA kernel, named, forward + backward; goal >= 1.7x              (bench.py's attention job)
   3 P5            GPT-2 124M at S = 1024, bf16, compiled with static shapes, on the flex path train.py takes: MFU and
                   peak memory of ar, dar and two-stream vm; goals ar >= 45%, dar >= 40%        (bench.py's speed job)
+                  (bench.py's --causal_kernel / --chunked_head turn each change off, for an MFU ablation table: not
+                  measured on a GPU yet, nor run by this check)
   4 the command   torchrun --standalone --nproc_per_node=1 train.py config/vm_pile.py, and config/dar_pile.py beside
                   it, on the Shakespeare plays at 4 layers: 60 steps with NCCL, DDP, compile, flex, bf16,
                   evaluation and checkpoints, then resumed for 20 more; recompiles and graph breaks counted from
