@@ -32,10 +32,12 @@ import torch
 import torch.nn.functional as F
 
 from output import atomic_write, claim_out_dir, progress as progress_bar, write_csv
+import attention as flex_tiles
 from checkpoint import checked_model_config
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, model_vocab_size
-from devices import peak_flops, pick_compile, sdpa_kernels, sdpa_with, setup_processes, step_flops, to_device
+from devices import (peak_flops, pick_attn_backend, pick_compile, sdpa_kernels, sdpa_with, setup_processes,
+                     step_flops, to_device)
 from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask
 from objectives import Objective
 
@@ -44,7 +46,13 @@ from objectives import Objective
 out_dir = 'out-bench'
 overwrite = False             # True: replace bench.json/.csv/.md of an earlier run in out_dir; False refuses
 variants = ('ar', 'dar', 'vm2s', 'mlm', 'ar_bytes', 'ar_rope', 'dar_rope', 'vm2s_rope', 'mlm_rope')
-backends = ('sdpa', 'flex')   # 'sdpa' = dense boolean mask (causal kernel for ar); 'flex' = block-sparse FlexAttention
+backends = ('sdpa', 'flex')   # 'sdpa' = dense boolean mask; 'flex' = block-sparse FlexAttention (on either, ar's
+                              # causal rows and unmasked rows run SDPA's own kernels)
+flex_block = 128              # FlexAttention's BlockMask block (rows = keys): a multiple of the kernel's tiles
+flex_kernel = ()              # the flex kernel's tiles (BLOCK_M, BLOCK_N); () = its own choice. Both measured here
+# ablations of the GPU path (each on as train.py runs; off: as before it): the MFU table's rows
+causal_kernel = True          # one-stream causal rows on SDPA's causal kernel, either backend (False: the backend's mask)
+chunked_head = True           # training's head and loss in row chunks (False: the whole batch's float32 logits)
 jobs = ('speed', 'memory', 'attention')  # a step of every variant x backend; memory growth in S; attention alone
 n_layer = 4
 n_head = 4
@@ -105,6 +113,13 @@ check_ranges(config, {'n_layer': '[1, inf)', 'n_head': '[1, inf)', 'n_embd': '[1
                       'memory_seq_lens': '[4, inf)', 'warmup': '[0, inf)', 'steps': '[1, inf)',
                       'grad_clip': '[0, inf)', 'seed': '[0, inf)'})
 checked_model_config(n_head=n_head, n_embd=n_embd, mlp=mlp, rope=any(VARIANTS[v][2] for v in variants))
+for backend in backends:  # flex has no attention dropout: refused with one line where dropout > 0
+    pick_attn_backend(backend, 'cpu', dropout)
+if not (isinstance(flex_block, int) and flex_block >= 16 and isinstance(flex_kernel, tuple)
+        and len(flex_kernel) in (0, 2) and all(isinstance(n, int) and n >= 16 for n in flex_kernel)):
+    raise UsageError(f"flex_block must be an integer >= 16 and flex_kernel () or two integers >= 16 (BLOCK_M, "
+                     f"BLOCK_N), got {flex_block!r}, {flex_kernel!r}: e.g. --flex_block=128 --flex_kernel='(64,64)'")
+flex_tiles.BLOCK_SIZE, flex_tiles.KERNEL_OPTIONS = flex_block, dict(zip(('BLOCK_M', 'BLOCK_N'), flex_kernel))
 _, _, _, _, device, dtype, autocast = setup_processes(device, dtype)  # one process (refused under torchrun above)
 cuda = device.startswith('cuda')
 device_type = 'cuda' if cuda else 'cpu'
@@ -160,7 +175,8 @@ def fixed_batch(variant, S, B):
     generator = torch.Generator().manual_seed(seed + S)
     x = torch.randint(0, bos, (B, S), generator=generator)
     x[:, 0] = bos
-    return to_device(objective.batch(x, generator, bos), device)
+    batch = objective.batch(x, generator, bos)
+    return to_device({**batch, 'causal': batch['causal'] and causal_kernel}, device)  # off: groups = positions
 
 def make_step(model, batch, mode):
     """-> (step, optimizer): train.py's step (returning the loss before its update), or a forward pass."""
@@ -173,7 +189,7 @@ def make_step(model, batch, mode):
 
     def train_step():
         with autocast:
-            _, loss = model(**batch)
+            _, loss = model(**batch, return_preds=not chunked_head)
         loss.backward()
         if grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
@@ -314,7 +330,8 @@ def run_attention(S):
     fastest_kernel = min(dense, key=dense.get)
     return dict(seq_len=S, batch_size=B, mode='forward+backward' if cuda else 'forward', dtype=dtype,
                 flex_ms=flex_ms, sdpa_ms=dense[fastest_kernel], sdpa_kernel=fastest_kernel, sdpa_kernels_ms=dense,
-                speedup=dense[fastest_kernel] / flex_ms, ar_causal_ms=causal_ms)
+                speedup=dense[fastest_kernel] / flex_ms, ar_causal_ms=causal_ms,
+                flex_block=list(block_mask.BLOCK_SIZE), flex_kernel=flex_tiles.KERNEL_OPTIONS)
 
 # -----------------------------------------------------------------------------
 # the targets, from a run's rows
@@ -402,7 +419,8 @@ if attention:
               f"{attention['mode']}): flex {attention['flex_ms']:.2f} ms, dense-mask SDPA "
               f"{attention['sdpa_ms']:.2f} ms ({attention['sdpa_kernel']}, the fastest of " +
               ', '.join(f"{name} {ms:.2f}" for name, ms in attention['sdpa_kernels_ms'].items()) +
-              f"; flex {attention['speedup']:.2f}x faster); ar causal SDPA {attention['ar_causal_ms']:.2f} ms"]
+              f"; flex {attention['speedup']:.2f}x faster); ar causal SDPA {attention['ar_causal_ms']:.2f} ms; flex "
+              f"tiles: BlockMask {attention['flex_block']}, kernel {attention['flex_kernel'] or 'its own choice'}"]
 if memory:
     lines += ['', f"activation memory at batch {memory_batch}: " + ', '.join(
         f"{m['variant']}/{m['backend']} S={m['seq_len']} {m['activation_mb']:.0f} MiB" for m in memory),

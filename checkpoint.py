@@ -4,6 +4,7 @@ with weights_only=True, with one line naming the fix when one is wrong. Pretrain
 (eval_ppl, eval_glue, eval_vision, sample, theory) opens one.
 """
 import os
+import shutil
 from dataclasses import asdict, fields
 
 import torch
@@ -18,8 +19,23 @@ from output import atomic_write, claim_out_dir, named_folder
 # -----------------------------------------------------------------------------
 # checkpoints
 
-def save_checkpoint(obj, path):
+def save_checkpoint(obj, path, *same):
+    """obj to path, and to each of `same` as the same file: a hard link (a copy where the file system has none) made
+    under a temporary name, then renamed over it, so each is atomic, and a 124M model's 1.5 GB is written once. No
+    save writes into a file, it replaces it: a later save to one name leaves the other as it was."""
     atomic_write(path, lambda f: torch.save(obj, f))
+    for other in same:
+        temporary = f"{other}.{os.getpid()}.tmp"
+        try:
+            try:
+                os.link(path, temporary)
+            except OSError:  # no hard links here (or a stale temporary): a copy
+                shutil.copyfile(path, temporary)
+            os.replace(temporary, other)
+        except BaseException:
+            if os.path.lexists(temporary):
+                os.remove(temporary)
+            raise
 
 def read_checkpoint(path, device='cpu'):
     if not str(path).strip():

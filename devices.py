@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from configurator import UsageError
-from model import row_limits
+from model import head_rows, row_limits
 
 # -----------------------------------------------------------------------------
 # processes, device, dtype
@@ -57,8 +57,7 @@ def setup_processes(device='auto', dtype='auto'):
     if dtype == 'auto':
         dtype = 'bfloat16' if device_type == 'cuda' and torch.cuda.is_bf16_supported() else 'float32'
     if device_type == 'cuda':
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
+        set_tf32(True)
     autocast = nullcontext() if dtype == 'float32' else torch.autocast(device_type, dtype=getattr(torch, dtype))
     return ddp, rank, local_rank, world_size, device, dtype, autocast
 
@@ -83,10 +82,20 @@ def micro_steps(gradient_accumulation_steps, batch_size):
     return world_size, gradient_accumulation_steps // world_size
 
 
-def pick_attn_backend(attn_backend, device):
-    """'auto' -> flex on CUDA (block-sparse, compiled), sdpa with a dense mask elsewhere (flex has no CPU backward)."""
+def pick_attn_backend(attn_backend, device, dropout=0.0):
+    """'auto' -> flex on CUDA (block-sparse, compiled), sdpa with a dense mask elsewhere (flex has no CPU backward).
+    dropout: the attention dropout of the training this backend runs. FlexAttention has none, so a run with it
+    trains on sdpa (one line says so): a fine-tune is then regularised alike on a GPU and a CPU."""
     if attn_backend not in ('auto', 'sdpa', 'flex'):
         raise UsageError(f"attn_backend must be 'auto', 'sdpa' or 'flex', got {attn_backend!r}")
+    if dropout and attn_backend == 'flex':
+        raise UsageError(f"the flex backend has no attention dropout (dropout={dropout}): pick sdpa (--attn_backend="
+                         "sdpa or auto; bench.py: --backends='(sdpa,)'), or --dropout=0")
+    if attn_backend == 'auto' and device.startswith('cuda') and dropout:
+        if int(os.environ.get('RANK', 0)) == 0:
+            print(f"attn_backend=auto: sdpa, not flex, for dropout={dropout} (flex has no attention dropout)",
+                  file=sys.stderr)
+        return 'sdpa'
     if attn_backend == 'auto':
         return 'flex' if device.startswith('cuda') else 'sdpa'
     return attn_backend
@@ -121,8 +130,9 @@ def check_memory(needed, device, what):
 def step_memory(model, batch, training=True):
     """A lower bound on the bytes one step of `batch` holds in fp32: the weights (with gradients and AdamW's two
     moments when training), 4 activations per row and layer (a block keeps more than 10 for backward), the dense
-    boolean mask of the sdpa path, and the logits (with their log-softmax and gradient). Scripts compare it with
-    the free memory before allocating anything, so a block size that cannot fit stops with one line."""
+    boolean mask of the sdpa path, and the logits (with their log-softmax and gradient; training's text head holds
+    one chunk of rows at a time, model.chunked_loss). Scripts compare it with the free memory before allocating
+    anything, so a block size that cannot fit stops with one line."""
     B, n_content = batch['content'].shape[:2]
     n_query = 0 if batch['query_pos'] is None else batch['query_pos'].shape[1]
     rows, per_row = n_content + n_query, 4 if training else 1
@@ -130,7 +140,10 @@ def step_memory(model, batch, training=True):
     activations = 4 * B * rows * model.config.n_embd * model.config.n_layer * per_row
     dense = model.config.attn_backend == 'sdpa' and not (batch['causal'] and n_query == 0 or batch['all_visible'])
     head = model.config.vocab_size if model.config.input_kind == 'tokens' else model.config.patch_dim
-    logits = 4 * B * batch['valid'].shape[1] * head * (3 if training else 1)
+    targets = B * batch['valid'].shape[1]
+    if training and model.config.input_kind == 'tokens':
+        targets = min(targets, head_rows(model.config.vocab_size))
+    logits = 4 * targets * head * (3 if training else 1)
     return weights + activations + (B * rows * n_content if dense else 0) + logits
 
 # -----------------------------------------------------------------------------
@@ -161,8 +174,11 @@ def step_flops(model, batch):
     return 3 * forward
 
 # dense tensor-core peaks in TFLOP/s, most specific name first (fp32 runs use TF32, which setup_processes turns on)
-PEAK_TFLOPS = {'bfloat16': [('H100 PCIe', 756), ('H100 NVL', 835), ('H100', 989), ('H200', 989), ('A100', 312)],
-               'float32': [('H100 PCIe', 378), ('H100 NVL', 418), ('H100', 494), ('H200', 494), ('A100', 156)]}
+# (B200, GB200: NVIDIA's datasheets per GPU, dense, half their sparse figures)
+PEAK_TFLOPS = {'bfloat16': [('H100 PCIe', 756), ('H100 NVL', 835), ('H100', 989), ('H200', 989), ('A100', 312),
+                            ('GB200', 2500), ('B200', 2250)],
+               'float32': [('H100 PCIe', 378), ('H100 NVL', 418), ('H100', 494), ('H200', 494), ('A100', 156),
+                           ('GB200', 1250), ('B200', 1125)]}
 PEAK_TFLOPS['float16'] = PEAK_TFLOPS['bfloat16']
 
 def peak_flops(device_name, dtype):
@@ -172,16 +188,32 @@ def peak_flops(device_name, dtype):
 # -----------------------------------------------------------------------------
 # numerics and attention kernels, for equivalence checks and for naming what ran
 
+def set_tf32(enabled):
+    """TF32 for CUDA matmuls and cuDNN on or off; -> a function that restores what was set. torch >= 2.9 says it per
+    backend, fp32_precision = 'tf32' / 'ieee', and deprecates allow_tf32 (whose getters raise once both APIs have
+    been used): the new API where it exists, the old flags otherwise."""
+    if hasattr(torch.backends.cuda.matmul, 'fp32_precision'):
+        backends = (torch.backends.cuda.matmul, torch.backends.cudnn.conv, torch.backends.cudnn.rnn)
+        saved = [backend.fp32_precision for backend in backends]
+        for backend in backends:
+            backend.fp32_precision = 'tf32' if enabled else 'ieee'
+        return lambda: [setattr(backend, 'fp32_precision', value) for backend, value in zip(backends, saved)]
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = enabled
+
+    def restore():
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+    return restore
+
 @contextmanager
 def full_float32():
     """IEEE float32 matmuls (TF32 off, restored after): TF32's 10-bit mantissa alone moves results by ~1e-3, so an
     equivalence check in float32 would compare roundings. setup_processes turns TF32 on for training."""
-    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    restore = set_tf32(False)
     try:
         yield
     finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+        restore()
 
 SDPA_KERNELS = {'flash': SDPBackend.FLASH_ATTENTION, 'cuDNN': SDPBackend.CUDNN_ATTENTION,
                 'memory-efficient': SDPBackend.EFFICIENT_ATTENTION, 'math': SDPBackend.MATH}

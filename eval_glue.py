@@ -97,7 +97,7 @@ resolve_pooling(pooling, 'bidirectional')  # the value alone, before any work; e
 # processes and devices (like train.py)
 ddp, rank, local_rank, world_size, device, dtype, autocast = setup_processes(device, dtype)
 master, device_type = rank == 0, device.split(':')[0]
-attn_backend = pick_attn_backend(attn_backend, device)
+attn_backend = pick_attn_backend(attn_backend, device, dropout if mode == 'finetune' else 0.0)
 static_shapes = device_type == 'cuda'  # pad every batch to max_len: one compiled kernel, no recompiles
 
 # -----------------------------------------------------------------------------

@@ -6,12 +6,15 @@ experiments/gpu/<device>-<date>/ (check.md the lines, check.jsonl their numbers,
 run cut short keeps what finished:
   0 environment   the device; torch, triton, CUDA, cuDNN and NCCL versions; which SDPA kernels run here
   1 correctness   FlexAttention = dense SDPA (its math kernel), forward and backward, on the ar / dar / vm2s / mlm /
-                  mdlm masks at S = 128 and 1024, in IEEE float32 (TF32 off); at S = 1024 in bf16 too, where
-                  flex's error from float32 must be of SDPA's own bf16 kernels' order (a wrong mask errs by O(1))
+                  mdlm / gvp masks at S = 128 and 1024, in IEEE float32 (TF32 off); at S = 1024 in bf16 too, where
+                  flex's error from float32 must be of SDPA's own bf16 kernels' order (a wrong mask errs by O(1));
+                  then every objective's batches through a model compiled as train.py does: one graph each
   2 P4            two-stream dar attention at S = 1024, batch 16, 12 heads of 64: compiled flex against the fastest
                   dense SDPA kernel, named, forward + backward; goal >= 1.7x              (bench.py's attention job)
   3 P5            GPT-2 124M at S = 1024, bf16, compiled with static shapes, on the flex path train.py takes: MFU and
                   peak memory of ar, dar and two-stream vm; goals ar >= 45%, dar >= 40%        (bench.py's speed job)
+                  (bench.py's --causal_kernel / --chunked_head turn each change off, for an MFU ablation table: not
+                  measured on a GPU yet, nor run by this check)
   4 the command   torchrun --standalone --nproc_per_node=1 train.py config/vm_pile.py, and config/dar_pile.py beside
                   it, on the Shakespeare plays at 4 layers: 60 steps with NCCL, DDP, compile, flex, bf16,
                   evaluation and checkpoints, then resumed for 20 more; recompiles and graph breaks counted from
@@ -28,8 +31,9 @@ the GPU's limit, not cut at it (--enforce_limits=True cuts it): a slow or busy m
 Time budget on one H100 with a cold cache: 415 s of limits. Measured on an H100 80GB HBM3 (2026-11-26, torch 2.11,
 experiments/gpu/): the whole check in 4-5 minutes, each part at most two thirds of its limit:
   0:  10 s  version queries and tiny SDPA calls                                                 measured   3-4 s
-  1:  65 s  3 flex compiles (float32 at both lengths, bf16 at 1024; the 5 masks padded to one shape per length)
+  1:  85 s  3 flex compiles (float32 at both lengths, bf16 at 1024; the masks padded to one shape per length)
             and 2 of create_block_mask, the math-kernel references                              measured  48 s (28 warm)
+            (before gvp and the one-graph lines, +20 s of limit for them: not measured on a GPU)
   2:  45 s  start, one flex and one create_block_mask compile, 60 calls of each dense kernel    measured  29 s
   3: 150 s  start, 3 GPT-2 compiles, 75 timed steps and 3 memory probes                         measured 122 s
   4: 130 s  vm and dar side by side (their compiles share 16 cores): 60 steps with compile,
@@ -58,7 +62,7 @@ import torch.nn.functional as F
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import DATA_DIR, dataset_dir
 from devices import full_float32, sdpa_kernels, sdpa_with
-from model import dense_mask, flex_attention, flex_block_mask
+from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask
 from objectives import PAD_GROUP, Objective
 from output import writable_folder
 
@@ -84,14 +88,14 @@ if not (enforce_limits == 'auto' or isinstance(enforce_limits, bool)):
     raise UsageError(f"enforce_limits must be 'auto' (on a GPU, not on a CPU), True or False, got {enforce_limits!r}")
 cuda = device == 'auto' and torch.cuda.is_available()
 enforce = cuda if enforce_limits == 'auto' else enforce_limits
-LIMITS = dict(environment=10, correctness=65, attention=45, speed=150, command=130, cache=15)  # seconds on a GPU
+LIMITS = dict(environment=10, correctness=85, attention=45, speed=150, command=130, cache=15)  # seconds on a GPU
 chosen = list(LIMITS) if parts == 'all' else parts.split(',')
 if set(chosen) - set(LIMITS):
     raise UsageError(f"parts must be 'all' or some of {','.join(LIMITS)}, got {parts!r}")
 limits = {name: seconds * limit_scale for name, seconds in LIMITS.items()}
 MASKS = {'ar': Objective('ar'), 'dar': Objective('dar', t=2),
          'vm2s': Objective('vm', mask_ratio=(0.15, 0.30), two_stream=True), 'mlm': Objective('mlm', mask_ratio=0.15),
-         'mdlm': Objective('mdlm', two_stream=True)}
+         'mdlm': Objective('mdlm', two_stream=True), 'gvp': Objective('gvp', segmentation='random')}
 # sizes: the issue's on a GPU, toys on a CPU (flex's block is 128 keys, so 256 has blocks to skip)
 if cuda:
     LENGTHS, BATCH, HEADS, HEAD_SIZE = (128, 1024), 16, 12, 64
@@ -262,6 +266,32 @@ def correctness():
                      item='correctness', mask=name, S=S, dtype=str(dtype)[6:], gap=flex_gap, sdpa_gaps=sdpa_gaps,
                      backward=cuda, ok=ok)
             note(f"  ({S}, {str(dtype)[6:]}: {time.time() - start:.0f} s, compile included)")
+    return failed + compiles_once()
+
+def compiles_once():
+    """Each objective's training batches through a model compiled as train.py compiles it (static shapes, the
+    attention backend it picks here): 3 batches of other draws, one graph, no graph break. On aot_eager: dynamo's
+    guards decide recompiles whatever the backend, and an inductor compile per objective would take the part."""
+    failed, dev, S = 0, 'cuda' if cuda else 'cpu', LENGTHS[0]
+    note(f"- every objective's batches compiled once ({'flex' if cuda else 'sdpa'}, S={S}, 3 batches of {BATCH}):")
+    for name, objective in MASKS.items():
+        torch._dynamo.reset()
+        torch._dynamo.utils.counters.clear()
+        torch.manual_seed(0)
+        config = ModelConfig(vocab_size=256, block_size=S, n_layer=1, n_head=2, n_embd=64,
+                             attn_backend='flex' if cuda else 'sdpa')
+        model = torch.compile(Transformer(config).to(dev).train(), backend='aot_eager', dynamic=False)
+        for seed in range(3):
+            generator = torch.Generator().manual_seed(seed)
+            batch = objective.batch(torch.randint(0, 256, (BATCH, S), generator=generator), generator)
+            model(**{k: v.to(dev) if torch.is_tensor(v) else v for k, v in batch.items()})[1].backward()
+        graphs, breaks = torch._dynamo.utils.counters['stats']['unique_graphs'], \
+            sum(torch._dynamo.utils.counters['graph_break'].values())
+        ok = graphs == 1 and not breaks
+        failed += not ok
+        note(f"- {'PASS' if ok else 'FAIL'}  {name}: {graphs} graph(s), {breaks} graph break(s), {graphs - 1} "
+             f"recompile(s) over 3 batches (target width {batch['valid'].shape[1]})", item='compiles', objective=name,
+             graphs=graphs, graph_breaks=breaks, recompiles=graphs - 1, ok=ok)
     return failed
 
 # -----------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 from attention import create_block_mask, flex_attention
 from positions import rotary_angles, rotate, sincos_2d
@@ -88,6 +89,18 @@ def flex_block_mask(content_groups, query_groups=None):
         return keys[b, kv_idx] <= limits[b, q_idx]
     return create_block_mask(mask_mod, *limits.shape, keys.shape[1], keys.device)
 
+def head_rows(vocab_size):
+    """Rows per chunk of the chunked head + cross-entropy: ~2^26 logits (256 MiB in float32) at a time."""
+    return max(1, 2 ** 26 // vocab_size)
+
+def mean_loss(per_target, valid, per_sequence=False):
+    """Per-target losses (B * P,) -> their mean over valid targets, or (per_sequence: MDLM's ELBO, every sequence
+    alike) the mean over sequences of each one's own mean."""
+    per_target = per_target.view(valid.shape) * valid
+    if per_sequence:
+        return (per_target.sum(dim=1) / valid.sum(dim=1).clamp(min=1)).mean()
+    return per_target.sum() / valid.sum().clamp(min=1)
+
 # -----------------------------------------------------------------------------
 # the Transformer block (pre-LN), shared by both streams
 
@@ -116,6 +129,8 @@ class Attention(nn.Module):
         if mask is None or isinstance(mask, torch.Tensor):  # SDPA: its own causal kernel, or the dense boolean mask
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal,
                                                dropout_p=self.dropout if self.training else 0.0)
+        elif self.training and self.dropout:  # one behaviour on every backend (devices.pick_attn_backend)
+            raise ValueError("attn_backend='flex' has no attention dropout: train on 'sdpa', or with dropout=0")
         else:
             y = flex_attention(q, k, v, mask)
         y = y.transpose(1, 2).contiguous().view(B, R, C)  # every row attended over the n_content keys
@@ -234,9 +249,10 @@ class Transformer(nn.Module):
         if self.config.rope:
             positions = content_pos if query_pos is None else torch.cat([content_pos, query_pos], dim=1)
             rotary = rotary_angles(positions, self.config.n_embd // self.config.n_head)
-        # no mask where SDPA's own kernels say the rule: all_visible (one-stream BERT, no padding; a mask would only
-        # rule out flash), or one-stream GPT, whose groups are its positions (the causal kernel)
-        is_causal = causal and query_pos is None and self.config.attn_backend == 'sdpa'
+        # no mask where SDPA's own kernels say the rule, on either backend: all_visible (one-stream BERT, no
+        # padding; a mask would only rule out flash), or one-stream GPT, whose groups are its positions (the causal
+        # kernel: flash / cuDNN beat flex's BlockMask of the same triangle on a GPU)
+        is_causal = causal and query_pos is None
         if all_visible or is_causal:
             mask = None
         elif self.config.attn_backend == 'flex':
@@ -251,7 +267,7 @@ class Transformer(nn.Module):
 
     def forward(self, content, content_pos, content_groups, query_pos=None, query_groups=None,
                 content_masked=None, pred_index=None, targets=None, valid=None, causal=False, per_sequence=False,
-                all_visible=False):
+                all_visible=False, return_preds=True):
         """B sequences, R content rows, Q query rows, P target rows (P = Q in two-stream batches), D = patch size.
           content         (B, R) token ids, or (B, R, D) patches: the content stream's inputs
           content_pos     (B, R) the position of each content row (0: the conditioning token / CLS slot)
@@ -265,13 +281,16 @@ class Transformer(nn.Module):
           causal          one-stream GPT: content_groups = positions, and SDPA may use its causal kernel
           all_visible     one-stream BERT, no padding: content_groups all 0, so SDPA may run unmasked (flash)
           per_sequence    the loss is the mean over sequences of each one's mean over its targets (else over all)
-        -> (predictions (B, P, vocab or D), loss or None). objectives.py builds these batches."""
+          return_preds    False (training): the loss alone, text's head and cross-entropy in row chunks (chunked_loss)
+        -> (predictions (B, P, vocab or D) or None, loss or None). objectives.py builds these batches."""
         h = self.trunk(content, content_pos, content_groups, query_pos, query_groups, content_masked, causal,
                        all_visible=all_visible)
         if query_pos is not None:
             out = h[:, content.shape[1]:]  # the head reads the query stream
         else:
             out = torch.gather(h, 1, pred_index[..., None].expand(-1, -1, h.shape[-1]))
+        if not return_preds and targets is not None and self.config.input_kind == 'tokens':
+            return None, self.chunked_loss(out, targets, valid, per_sequence)
         preds = self.lm_head(out) if self.config.input_kind == 'tokens' else self.pixel_head(out)
         if targets is None:
             return preds, None
@@ -288,10 +307,18 @@ class Transformer(nn.Module):
                 mean, var = targets.mean(dim=-1, keepdim=True), targets.var(dim=-1, keepdim=True)
                 targets = (targets - mean) / (var + 1e-6).sqrt()
             per_target = ((preds.float() - targets.float()) ** 2).mean(dim=-1)
-        per_target = per_target.view(valid.shape) * valid
-        if per_sequence:
-            return (per_target.sum(dim=1) / valid.sum(dim=1).clamp(min=1)).mean()
-        return per_target.sum() / valid.sum().clamp(min=1)
+        return mean_loss(per_target, valid, per_sequence)
+
+    def chunked_loss(self, out, targets, valid, per_sequence=False):
+        """loss(lm_head(out), ...) with no logits of every row at once (a GPT-2 head at 16 x 1024 is 3.3 GB in
+        float32): the head and cross-entropy run over row chunks, and each chunk's logits are recomputed in backward
+        (checkpoint) instead of kept. The same ops per row as loss, so the same loss and gradients."""
+        def chunk(rows, ids):
+            return F.cross_entropy(self.lm_head(rows).float(), ids, ignore_index=-100, reduction='none')
+        rows, ids, n = out.flatten(0, 1), targets.masked_fill(~valid, -100).flatten(), head_rows(self.config.vocab_size)
+        per_target = torch.cat([checkpoint(chunk, r, i, use_reentrant=False)
+                                for r, i in zip(rows.split(n), ids.split(n))])
+        return mean_loss(per_target, valid, per_sequence)
 
     @torch.no_grad()
     def features(self, content, content_pos=None, content_groups=None, content_masked=None, all_layers=False):

@@ -129,6 +129,19 @@ def ratio_counts(objective, L):
     """Fewest and most masked positions a sequence of L can draw under mask_ratio: the static widths."""
     return tuple(int(masked_count(rho, L)) for rho in ratio_range(objective.mask_ratio))
 
+def gvp_counts(objective, L):
+    """Fewest and most targets of gvp (positions past G_0): n_0 is fixed, or at least 1 and at most L - K."""
+    if objective.segmentation == 'fixed':
+        return (L - L // (objective.n_groups + 1),) * 2
+    return objective.n_groups, L - 1
+
+def target_counts(objective, L):
+    """(fewest, most) targets a sequence of L can have: the most is a batch's static width, so every batch of a
+    run has one shape (torch.compile(dynamic=False) never recompiles). Default: mask_ratio's (masked), else 1..L."""
+    if objective.kind.counts:
+        return objective.kind.counts(objective, L)
+    return ratio_counts(objective, L) if objective.kind.masked else (1, L)
+
 def ratio_error(objective, L, one):
     """mlm takes one ratio rho, vm a range (a, b); both inside (0, 1)."""
     ratio = objective.mask_ratio
@@ -227,7 +240,7 @@ class Kind:
     masked: bool = False
     causal: bool = False             # sequential with position i in group i (ar): GPT's causal mask can train it
     defaults: dict = field(default_factory=dict)  # default settings: Objective fields left at None
-    counts: Callable = ratio_counts  # masked: (objective, L) -> (fewest, most) masked positions of a sequence
+    counts: Callable = None          # (objective, L) -> (fewest, most) targets of a sequence (target_counts)
     error: Callable = None           # (objective, L) -> None, or one line saying what is wrong and the fix
     probe_groups: Callable = None    # sequential: (objective, N) -> (N,) fixed groups for frozen features (evals/)
     per_sequence: bool = False       # each sequence's loss is the mean over its own targets (else over all targets)
@@ -243,15 +256,16 @@ KINDS = {
                error=partial(ratio_error, one=False)),
     'mdlm': Kind(diffusion_groups, masked=True, defaults=dict(random_order=True), counts=lambda objective, L: (1, L),
                  per_sequence=True),
-    'gvp': Kind(gvp_groups, defaults=dict(random_order=True), error=gvp_error, probe_groups=gvp_probe_groups),
+    'gvp': Kind(gvp_groups, defaults=dict(random_order=True), error=gvp_error, probe_groups=gvp_probe_groups,
+                counts=gvp_counts),
 }
 
 def hook_error(objective, groups, L):
     """What is wrong with a groups hook's ids, or None. Masked: 0 (visible) / 1 (masked), a masked count inside
     Kind.counts. Sequential: every sequence has a target (else its loss is 0 / 0), the groups numbered 1..K in
-    order with none skipped."""
+    order with none skipped, a target count inside Kind.counts."""
+    fewest, most = target_counts(objective, L)
     if objective.kind.masked:
-        fewest, most = objective.kind.counts(objective, L)
         n_masked = (groups == 1).sum(dim=1)
         if groups.max() > 1 or n_masked.min() < fewest or n_masked.max() > most:
             return (f"gave groups other than 0 (visible) / 1 (masked), or masked {int(n_masked.min())}.."
@@ -261,10 +275,14 @@ def hook_error(objective, groups, L):
     top = groups.max(dim=1).values
     present = torch.zeros(len(groups), L + 2, dtype=torch.bool).scatter_(1, groups.clamp(0, L + 1), True)
     skipped = (present[:, 1:].sum(dim=1) != top).any()  # ids 1..top each present once counted: none skipped
+    n_targets = (groups >= 1).sum(dim=1)
     if int(groups.min()) < 0 or int(top.min()) < 1 or int(top.max()) > L or skipped:
         return (f"its groups hook gave ids {int(groups.min())}..{int(groups.max())}, a sequence whose largest id is "
                 f"{int(top.min())}{', and a sequence whose ids skip a number' if skipped else ''}: a sequential hook "
                 "numbers the groups it predicts 1..K in order (0: context only), at least one a sequence")
+    if n_targets.min() < fewest or n_targets.max() > most:
+        return (f"gave {int(n_targets.min())}..{int(n_targets.max())} targets of {L} positions outside Kind.counts = "
+                f"{fewest}..{most}: make its groups hook and counts agree")
 
 @dataclass
 class Objective:
@@ -341,9 +359,9 @@ class Objective:
         if self.causal:
             return causal_batch(x)
         groups = self.kind.groups(self, B, L, generator)  # a new Kind's hook: see check
-        if not self.kind.masked:
-            return two_stream_batch(x, groups)
-        fewest, most = self.kind.counts(self, L)
+        fewest, most = target_counts(self, L)
+        if not self.kind.masked:  # a fixed query width: gvp's G_0 varies per sequence
+            return two_stream_batch(x, groups, widths=(None, most))
         if self.two_stream:
             return two_stream_batch(x, groups, content_all=False, widths=(1 + L - fewest, most),
                                     per_sequence=self.kind.per_sequence)

@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import asdict
 
 from configurator import UsageError, check_ranges, configure, one_line_errors
@@ -112,7 +113,7 @@ if bert_replace and input_kind != 'tokens':
     raise UsageError("bert_replace (BERT's 80/10/10 random tokens) needs text: set bert_replace=False for images")
 master = int(os.environ.get('RANK', 0)) == 0  # torchrun's rank 0 speaks for all (its process group starts below)
 device_type = check_device(device, dtype).split(':')[0]  # 'auto' resolved
-attn_backend, compile = pick_attn_backend(attn_backend, device_type), pick_compile(compile, device_type)
+attn_backend, compile = pick_attn_backend(attn_backend, device_type, dropout), pick_compile(compile, device_type)
 world_size, accum = micro_steps(gradient_accumulation_steps, batch_size)  # accum: micro-steps of this process
 schedule_warning = check_schedule(learning_rate, warmup_iters, lr_decay_iters, min_lr, max_iters, schedule)
 sequence_length = block_size if input_kind == 'tokens' else (image_size // patch_size) ** 2 + 1  # + BOS / CLS
@@ -175,15 +176,19 @@ scaler = torch.amp.GradScaler(device_type, enabled=dtype == 'float16')
 iter_num, best_val_loss, data_warning = 0, float('inf'), ''
 if checkpoint is not None:
     model.load_state_dict(checkpoint['model'])
-    optimizer.load_state_dict(checkpoint['optimizer'])
+    kernels = {k: optimizer.defaults[k] for k in ('fused', 'foreach', 'capturable')}  # this device's AdamW
+    optimizer.load_state_dict(checkpoint['optimizer'])  # it restores the saving device's too: a CPU's fused=None
+    for group in optimizer.param_groups:
+        group.update(kernels)
     if scaler.is_enabled() and checkpoint.get('scaler'):
         scaler.load_state_dict(checkpoint['scaler'])
     iter_num, best_val_loss = checkpoint['iter'], checkpoint['best_val_loss']
     data_warning = restore_generators(checkpoint, streams, rank, device, batch_size)
     checkpoint = None  # free memory
 raw_model = model  # evaluation and checkpoints use the plain module: its state_dict keys carry no wrapper's prefix
-if compile:  # static shapes: every batch of a run has the same (objectives pad to fixed widths)
+if compile:  # static shapes: every batch of a run has the same (objectives pad to fixed widths, Kind.counts)
     model = torch.compile(model, dynamic=False)
+    torch._dynamo.config.fail_on_recompile_limit_hit = True  # as bench.py: past the limit, an error, not eager
 if ddp:  # around the compiled module, as PyTorch advises: DDP's forward runs eagerly and marks itself active, so
     # dynamo splits the graph at DDP's gradient buckets (DDPOptimizer) and their all-reduces overlap the backward
     model = DDP(model, device_ids=[local_rank] if device_type == 'cuda' else None)
@@ -200,7 +205,7 @@ def estimate_loss():
         losses = torch.zeros(eval_iters)
         for k in range(eval_iters):
             with autocast:
-                _, loss = raw_model(**on_device(host_batch(split, generator, scoring)))
+                _, loss = raw_model(**on_device(host_batch(split, generator, scoring)), return_preds=False)
             losses[k] = loss.item()
         out[split] = losses.mean().to(device)
         if ddp:  # SUM then divide: gloo has no AVG
@@ -214,15 +219,15 @@ def estimate_loss():
 # TERM / USR1 / INT: save and stop after this step; a second one exits at once, saying what out_dir holds then
 stop_signal = stop_on_signals(left_behind=lambda: left_behind(run_files))
 
-def save(paths):  # stream 0 as it was before the next step's first draw: see train_batch
+def save(paths):  # stream 0 as it was before the next step's first draw: see train_batch. -> seconds it took
+    began = time.time()
     states, torch_rng = gather_generators([stream0_state] + [g.get_state() for g in streams[1:]], device)
-    if master:
-        state = {'model': raw_model.state_dict(), 'optimizer': optimizer.state_dict(),
-                 'model_config': asdict(model_config), 'objective': asdict(pretraining), 'config': config,
-                 'iter': iter_num, 'best_val_loss': best_val_loss, 'scaler': scaler.state_dict(),
-                 'world_size': world_size, 'streams': states, 'torch_rng': torch_rng}
-        for path in paths:
-            save_checkpoint(state, path)
+    if master:  # written once, the best a link to the last where they are the same (checkpoint.save_checkpoint)
+        save_checkpoint({'model': raw_model.state_dict(), 'optimizer': optimizer.state_dict(),
+                         'model_config': asdict(model_config), 'objective': asdict(pretraining), 'config': config,
+                         'iter': iter_num, 'best_val_loss': best_val_loss, 'scaler': scaler.state_dict(),
+                         'world_size': world_size, 'streams': states, 'torch_rng': torch_rng}, *paths)
+    return time.time() - began
 
 def stop_on_nan(value, where):
     if not math.isfinite(value):
@@ -260,8 +265,9 @@ def train_batch(micro_step):
     return on_device(batch), flops
 
 bar = progress_bar(total=max_iters, initial=iter_num, desc=tag, unit='steps', enabled=master and progress)
-train_loss_sum, train_loss_count, window_time, window_flops = torch.zeros((), device=device), 0, 0.0, 0.0
-stopping = False
+train_loss_sum, train_loss_count = torch.zeros((), device=device), 0
+window_time, window_flops, window_steps = 0.0, 0.0, 0  # MFU's window: the timed steps since the last line
+stopping, compiled_once, first_iter = False, False, iter_num
 tokens_per_step = batch_size * sequence_length * accum * world_size
 model.train()
 # the next step's first micro-batch is drawn during this step's last: a checkpoint keeps stream 0 as it was before
@@ -276,8 +282,11 @@ while iter_num < max_iters:
     for micro_step in range(accum):
         if ddp:  # sync gradients only on the last micro-step, and say so BEFORE its forward pass
             model.require_backward_grad_sync = micro_step == accum - 1
-        with autocast:
-            _, loss = model(**batch)
+        # the first forward compiles; a recompile after it (a batch of another shape) is an error, not a silent
+        # minute of compiling per shape and, past the recompile limit, an eager run
+        with (torch.compiler.set_stance('fail_on_recompile') if compiled_once else nullcontext()), autocast:
+            _, loss = model(**batch, return_preds=False)  # no logits of the whole batch (model.chunked_loss)
+        compiled_once = compile
         window_flops += flops
         if micro_step == accum - 1:
             stream0_state = streams[0].get_state()
@@ -291,6 +300,11 @@ while iter_num < max_iters:
     scaler.step(optimizer)
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
+    first_step = iter_num == first_iter  # of a start or resume: it compiles, so it stays out of MFU's window
+    if first_step:
+        window_flops = 0.0
+        if device_type == 'cuda':
+            torch.cuda.synchronize()  # its queued work too (a wait at the step the first batch's waits count at)
     iter_num += 1
     bar.update(1)
     # the host reads device values, and so waits for the device, only at log and evaluation steps: every other step
@@ -299,33 +313,40 @@ while iter_num < max_iters:
     log_step = iter_num % log_interval == 0 or iter_num == max_iters
     eval_step = iter_num % eval_interval == 0 or iter_num == max_iters
     stopping = bool(stop_signal) and not ddp
-    if ddp and log_step:  # with the FLOPs of every process, for MFU
-        shared = torch.tensor([float(bool(stop_signal)), window_flops], dtype=torch.float64, device=device)
+    loss_sum, loss_count = train_loss_sum, train_loss_count  # this process's micro-batches since the last line
+    if ddp and log_step:  # with the FLOPs (MFU) and losses of every process: the line speaks for all of them
+        shared = torch.cat([torch.tensor([float(bool(stop_signal)), window_flops, loss_count], dtype=torch.float64,
+                                         device=device), loss_sum.double()[None]])
         dist.all_reduce(shared)
-        stop_votes, window_flops = shared.tolist()
+        stop_votes, window_flops, loss_count, loss_sum = shared.tolist()
         stopping = stop_votes > 0
     if device_type == 'cuda' and (log_step or eval_step or stopping):
         torch.cuda.synchronize()  # the window's clock includes all the device work queued in it
-    window_time += time.time() - t0
+    if not first_step:
+        window_time += time.time() - t0
+        window_steps += 1
     if log_step or stopping:
-        train_loss = float(train_loss_sum) / train_loss_count  # this process's micro-batches since the last line
+        train_loss = float(loss_sum) / loss_count
         stop_on_nan(train_loss, 'training')
-        record = dict(iter=iter_num, train_loss=train_loss, lr=lr,
-                      tokens_per_sec=tokens_per_step * train_loss_count / accum / window_time, time=time.time())
-        if peak:  # all processes' FLOPs over all their peaks
-            record['mfu'] = window_flops / window_time / (world_size * peak)
-        write_log(record)
-        bar.set_postfix(loss=f"{train_loss:.4f}", lr=f"{lr:.2e}", tok_s=f"{record['tokens_per_sec']:.0f}",
-                        **({'mfu': f"{100 * record['mfu']:.1f}%"} if peak else {}))
+        speed = {}
+        if window_steps:  # none where the window held the first step alone
+            speed['tokens_per_sec'] = tokens_per_step * window_steps / window_time
+            if peak:  # all processes' FLOPs over all their peaks
+                speed['mfu'] = window_flops / window_time / (world_size * peak)
+        write_log(dict(iter=iter_num, train_loss=train_loss, lr=lr, **speed, time=time.time()))
+        bar.set_postfix(loss=f"{train_loss:.4f}", lr=f"{lr:.2e}",
+                        **({'tok_s': f"{speed['tokens_per_sec']:.0f}"} if speed else {}),
+                        **({'mfu': f"{100 * speed['mfu']:.1f}%"} if 'mfu' in speed else {}))
         train_loss_sum.zero_()
-        train_loss_count, window_time, window_flops = 0, 0.0, 0.0
+        train_loss_count, window_time, window_flops, window_steps = 0, 0.0, 0.0, 0
     if eval_step or stopping:
         losses = estimate_loss()
         stop_on_nan(losses['val'], 'validation')
         improved = losses['val'] < best_val_loss
         best_val_loss = min(best_val_loss, losses['val'])
-        save([last_path, best_path] if improved else [last_path])
-        write_log(dict(iter=iter_num, eval_train_loss=losses['train'], val_loss=losses['val'], lr=lr, time=time.time()))
+        save_seconds = save([last_path, best_path] if improved else [last_path])
+        write_log(dict(iter=iter_num, eval_train_loss=losses['train'], val_loss=losses['val'], lr=lr,
+                       save_seconds=save_seconds, time=time.time()))
         if master:
             bar.write(f"{tag} | iter {iter_num}: train {losses['train']:.4f}, val {losses['val']:.4f}"
                       f"{' (best)' if improved else ''}")

@@ -133,12 +133,42 @@ def test_one_job_alone(tmp_path):
     assert 'flex' in (tmp_path / 'bench.md').read_text()
 
 
+def test_flex_tiles_are_options_measured_not_assumed(tmp_path):
+    """--flex_block / --flex_kernel: the BlockMask's block and the flex kernel's tiles a run timed, in its record."""
+    proc = run_script('bench.py', *TINY, '--jobs=(attention,)', '--flex_block=16', "--flex_kernel=(16,16)",
+                      f'--out_dir={tmp_path}')
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    attention = json.loads((tmp_path / 'bench.json').read_text())['attention']
+    assert attention['flex_block'] == [16, 16] and attention['flex_kernel'] == {'BLOCK_M': 16, 'BLOCK_N': 16}
+    assert 'BlockMask [16, 16]' in (tmp_path / 'bench.md').read_text()
+
+
+@pytest.mark.parametrize('on', [True, False])
+def test_each_gpu_path_change_is_an_ablation_switch(monkeypatch, tmp_path, on):
+    """The MFU table's rows (not measured on a GPU here): --causal_kernel and --chunked_head on (as train.py runs)
+    or off (as before them), seen in the kernels and the head each training step runs."""
+    import torch
+    import model as model_module
+    from conftest import run_in_process
+    monkeypatch.setattr(torch._dynamo.config, 'recompile_limit', torch._dynamo.config.recompile_limit)
+    monkeypatch.setattr(torch._dynamo.config, 'fail_on_recompile_limit_hit', False)
+    calls, sdpa, chunked = [], model_module.F.scaled_dot_product_attention, model_module.Transformer.chunked_loss
+    monkeypatch.setattr(model_module.F, 'scaled_dot_product_attention', lambda *a, **kw: calls.append(
+        'causal' if kw.get('is_causal') else 'mask') or sdpa(*a, **kw))
+    monkeypatch.setattr(model_module.Transformer, 'chunked_loss', lambda *a, **kw: calls.append('chunked') or
+                        chunked(*a, **kw))
+    run_in_process('bench.py', *TINY, '--jobs=(speed,)', '--variants=(ar,)', '--backends=(sdpa,)',
+                   f'--causal_kernel={on}', f'--chunked_head={on}', f'--out_dir={tmp_path}')
+    assert set(calls) == ({'causal', 'chunked'} if on else {'mask'}), calls
+
+
 def test_bad_input_is_one_line():
+
     proc = run_script('bench.py', '--variants=gpt', '--progress=False')  # printed as one line; the rest in process
     assert proc.returncode == 1 and proc.stderr.strip().count('\n') == 0
     assert 'bench.py: error:' in proc.stderr and 'variants' in proc.stderr
     for flags, word in ((['--jobs=(speed,timing)'], 'jobs'), (['--compile=True', '--device=cpu'], 'BlockMask'),
-                        (['--n_head=3', '--n_embd=32'], 'n_head')):
+                        (['--n_head=3', '--n_embd=32'], 'n_head'), (['--flex_kernel=(64,)'], 'flex_kernel')):
         assert word in script_error('bench.py', *flags, '--progress=False')
     proc = run_script('bench.py', '--progress=False', env={'RANK': '0'})
     assert proc.returncode == 1 and 'one process' in proc.stderr and proc.stderr.strip().count('\n') == 0

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from conftest import ROOT, one_error_line, run_in_process, run_script, script_error
-from devices import full_float32, sdpa_kernels
+from devices import full_float32, peak_flops, sdpa_kernels, set_tf32
 
 PARTS = ['0 environment', '1 correctness', '2 P4', '3 P5', "4 the design card's command", '5 compile cache']
 
@@ -43,16 +43,21 @@ def test_a_short_lease_runs_only_the_parts_asked_for_and_part_1_compares_every_m
     lines, figures = read_record(only_record(tmp_path / 'records'))
     assert [r['part'] for r in figures if 'outcome' in r] == ['correctness', 'cache']
     assert proc.stdout.splitlines()[-1].startswith('gpu_check: 2 of 2 parts passed')
-    # ar / dar / vm2s / mlm / mdlm at two lengths in float32, at the longer one in bf16 too: flex forward (no CPU
-    # backward) against SDPA's math kernel in IEEE float32; in bf16 against SDPA's own bf16 kernels, named
+    # ar / dar / vm2s / mlm / mdlm / gvp at two lengths in float32, at the longer one in bf16 too: flex forward (no
+    # CPU backward) against SDPA's math kernel in IEEE float32; in bf16 against SDPA's own bf16 kernels, named
+    objectives = ('ar', 'dar', 'vm2s', 'mlm', 'mdlm', 'gvp')
     masks = [r for r in figures if 'mask' in r]
     assert [(r['mask'], r['S'], r['dtype']) for r in masks] == \
         [(m, S, dtype) for S, dtypes in ((32, ['float32']), (256, ['float32', 'bfloat16'])) for dtype in dtypes
-         for m in ('ar', 'dar', 'vm2s', 'mlm', 'mdlm')]
+         for m in objectives]
     assert all(r['ok'] and not r['backward'] for r in masks)
     assert all(r['gap'] <= 1e-4 for r in masks if r['dtype'] == 'float32')
     assert all(set(r['sdpa_gaps']) == {'flash', 'math'} for r in masks if r['dtype'] == 'bfloat16')
-    assert sum(line.startswith('- PASS') for line in lines) == 15
+    # then each objective's batches through one compiled model: one graph, no recompile
+    compiles = [r for r in figures if r.get('item') == 'compiles']
+    assert [r['objective'] for r in compiles] == list(objectives)
+    assert all(r['ok'] and r['graphs'] == 1 and r['recompiles'] == 0 for r in compiles)
+    assert sum(line.startswith('- PASS') for line in lines) == 24
 
 
 def test_correctness_catches_a_wrong_kernel(tmp_path, monkeypatch):
@@ -61,8 +66,9 @@ def test_correctness_catches_a_wrong_kernel(tmp_path, monkeypatch):
     monkeypatch.setattr(model, 'flex_attention', lambda q, k, v, block_mask: attend(q, k, v, block_mask) * 1.1)
     assert in_process(tmp_path, monkeypatch, '--part=correctness', f'--record={tmp_path}') == 1
     lines, figures = read_record(tmp_path)
-    assert len(figures) == 15 and not any(r['ok'] for r in figures)
-    assert sum(line.startswith('- FAIL') for line in lines) == 15
+    masks = [r for r in figures if 'mask' in r]
+    assert len(masks) == 18 and not any(r['ok'] for r in masks)
+    assert sum(line.startswith('- FAIL') for line in lines) == 18
 
 
 @pytest.mark.long
@@ -183,15 +189,48 @@ def test_bad_input_is_one_line(tmp_path, monkeypatch):
     assert 'python data/pile/prepare.py' in script_error('gpu_check.py', '--dataset=pile')
 
 
+TF32_SETTINGS = [(torch.backends, 'fp32_precision'), (torch.backends.cuda.matmul, 'fp32_precision'),
+                  (torch.backends.cudnn, 'fp32_precision'), (torch.backends.cudnn.conv, 'fp32_precision'),
+                  (torch.backends.cudnn.rnn, 'fp32_precision')]
+
+
 def test_full_float32_turns_tf32_off_and_restores_it():
-    matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    """torch >= 2.9: by the per-backend fp32_precision, never the deprecated allow_tf32 (whose getters raise once
+    the two APIs are mixed, as here where the generic setting says tf32), and without a warning."""
+    import warnings
+    saved = [getattr(*setting) for setting in TF32_SETTINGS]
     try:
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True  # as setup_processes on CUDA
-        with full_float32():
-            assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
-        assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+        torch.backends.fp32_precision = 'tf32'  # the new API's generic setting: the old getters now raise
+        with warnings.catch_warnings():
+            warnings.simplefilter('error')
+            set_tf32(True)  # as setup_processes on CUDA
+            with full_float32():
+                assert torch.backends.cuda.matmul.fp32_precision == torch.backends.cudnn.conv.fp32_precision == 'ieee'
+            assert torch.backends.cuda.matmul.fp32_precision == torch.backends.cudnn.conv.fp32_precision == 'tf32'
     finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
+        for setting, value in zip(TF32_SETTINGS, saved):
+            setattr(*setting, value)
+
+
+def test_torch_before_2_9_sets_tf32_by_the_old_flags(monkeypatch):
+    """Where fp32_precision does not exist (torch < 2.9), allow_tf32 as before."""
+    from types import SimpleNamespace
+    monkeypatch.setattr(torch.backends.cuda, 'matmul', SimpleNamespace(allow_tf32=False))
+    monkeypatch.setattr(torch.backends, 'cudnn', SimpleNamespace(allow_tf32=True))
+    with full_float32():
+        assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+    assert not torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+    set_tf32(True)
+    assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+
+
+def test_peaks_name_the_most_specific_device_first():
+    """MFU's peaks (dense, per GPU): a B200 and a GB200 have their own, an H100 PCIe is not an H100 SXM, a CPU none."""
+    assert peak_flops('NVIDIA B200', 'bfloat16') == 2250e12 and peak_flops('NVIDIA GB200', 'bfloat16') == 2500e12
+    assert peak_flops('NVIDIA B200', 'float32') == 1125e12
+    assert peak_flops('NVIDIA H100 PCIe', 'bfloat16') == 756e12 and peak_flops('NVIDIA H100 80GB HBM3', 'bfloat16') \
+        == 989e12
+    assert peak_flops('cpu', 'float32') is None
 
 
 def test_sdpa_kernels_names_those_that_run():

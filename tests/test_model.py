@@ -173,13 +173,24 @@ def test_rope_has_no_position_table_and_is_refused_for_patches():
         ModelConfig(vocab_size=64, n_embd=30, n_head=2, rope=True)
 
 
-def test_causal_kernel_equals_dense_mask():
-    model = tiny_model()
+@pytest.mark.parametrize('backend', ['sdpa', 'flex'])
+def test_causal_kernel_equals_the_mask(monkeypatch, backend):
+    """One-stream ar goes to SDPA's causal kernel (is_causal, no mask: flash / cuDNN on a GPU) on either backend,
+    with the numbers of the backend's own mask of the same groups (dense, or flex's BlockMask)."""
+    import model as model_module
+    calls = []
+    sdpa, flex = F.scaled_dot_product_attention, model_module.flex_attention
+    monkeypatch.setattr(model_module.F, 'scaled_dot_product_attention',
+                        lambda *a, **kw: calls.append(('sdpa', kw.get('is_causal'))) or sdpa(*a, **kw))
+    monkeypatch.setattr(model_module, 'flex_attention', lambda *a: calls.append(('flex', None)) or flex(*a))
+    model = tiny_model(backend=backend)
     batch = Objective('ar').batch(token_batch(), torch.Generator())
     with torch.no_grad():
-        fast, _ = model(**batch)
-        dense, _ = model(**{**batch, 'causal': False})
-    assert (fast - dense).abs().max() <= 1e-5
+        fast, loss = model(**batch)
+        assert calls == [('sdpa', True)] * 2  # one call per layer
+        masked, masked_loss = model(**{**batch, 'causal': False})
+        assert calls[2:] == [(backend, None if backend == 'flex' else False)] * 2
+    assert (fast - masked).abs().max() <= 1e-5 and abs(loss - masked_loss) <= 1e-6
 
 @pytest.mark.parametrize('backend', ['sdpa', 'flex'])
 def test_one_stream_bert_attends_unmasked(monkeypatch, backend):
@@ -205,16 +216,20 @@ def test_one_stream_bert_attends_unmasked(monkeypatch, backend):
 # -----------------------------------------------------------------------------
 # the compiled paths a GPU run takes, exercised on CPU (inductor): what a first cluster user would otherwise find
 
-COMPILED = [('ar', {}), ('dar', {}), ('vm', dict(two_stream=True)), ('mlm', {})]
+# every objective: gvp's random segmentation draws a different first group per sequence, so its widths are the
+# ones a batch could take from its draws (a recompile per width) unless Kind.counts fixes them
+COMPILED = [('ar', {}), ('dar', {}), ('vm', dict(two_stream=True)), ('mlm', {}), ('mdlm', dict(two_stream=True)),
+            ('gvp', dict(n_groups=3, segmentation='random'))]
+SEEDS = (0, 3, 5)  # batches of 3 whose gvp sequences have at most 9, 8 and 7 targets: three widths unless fixed
 COMPILED_CASES = [(o, kw, 'tokens') for o, kw in COMPILED] + \
     [('dar', {}, 'rope'), ('vm', dict(two_stream=True), 'rope')]  # rotary rows of both streams, compiled
 COMPILED_IDS = [o + ('-rope' if kind == 'rope' else '') for o, _, kind in COMPILED_CASES]
 
 
-def compiled_cases(quick):
-    """Each compile costs seconds of one core: one case per test stays in the quick run (-m 'not long'); the
-    others are marked long."""
-    return [pytest.param(*case, id=name, marks=() if name == quick else pytest.mark.long)
+def compiled_cases(*quick):
+    """Each compile costs seconds of one core: the cases named stay in the quick run (-m 'not long'); the others
+    are marked long."""
+    return [pytest.param(*case, id=name, marks=() if name in quick else pytest.mark.long)
             for case, name in zip(COMPILED_CASES, COMPILED_IDS)]
 
 
@@ -224,20 +239,21 @@ INDUCTOR_CASES = ('ar', 'vm-rope')  # one-stream causal, and two-stream with rot
 
 
 @needs_compiler
-@pytest.mark.parametrize('objective,options,kind', compiled_cases(quick='vm'))
+@pytest.mark.parametrize('objective,options,kind', compiled_cases('vm', 'gvp'))
 def test_compiled_model_equals_eager_and_never_recompiles(objective, options, kind, request):
-    """torch.compile(model) (train.py's compile=True): loss and every gradient as eager, and batches of other drawn
-    mask ratios (vm) or group sizes (dar) reuse the first compiled graph: masked widths are static."""
+    """torch.compile(model) (train.py's compile=True, its chunked head): loss and every gradient as eager's plain
+    head, and batches of other drawn mask ratios (vm), group sizes (dar) or first groups (gvp) reuse the first
+    compiled graph: widths are static."""
     backend = 'inductor' if request.node.callspec.id in INDUCTOR_CASES else 'aot_eager'
     torch._dynamo.reset()
     eager = tiny_model(kind, n_layer=1).train()  # one layer: half the graph to compile, the same kernels
     compiled_copy = tiny_model(kind, n_layer=1).train()
     compiled_copy.load_state_dict(eager.state_dict())
     compiled = torch.compile(compiled_copy, backend=backend, dynamic=False)
-    for seed in range(3):
-        batch = Objective(objective, **options).batch(token_batch(B=4, seed=seed), torch.Generator().manual_seed(seed))
+    for seed in SEEDS:
+        batch = Objective(objective, **options).batch(token_batch(B=3, seed=seed), torch.Generator().manual_seed(seed))
         with torch._dynamo.config.patch(error_on_recompile=seed > 0):
-            _, loss_compiled = compiled(**batch)
+            _, loss_compiled = compiled(**batch, return_preds=False)
             loss_compiled.backward()
         _, loss_eager = eager(**batch)
         loss_eager.backward()
@@ -249,7 +265,7 @@ def test_compiled_model_equals_eager_and_never_recompiles(objective, options, ki
         compiled_copy.zero_grad(set_to_none=True)
 
 
-@pytest.mark.parametrize('objective,options,kind', compiled_cases(quick='dar-rope'))
+@pytest.mark.parametrize('objective,options,kind', compiled_cases('dar-rope'))
 def test_compiled_flex_forward_equals_sdpa(objective, options, kind):
     """FlexAttention compiled with the model as on CUDA, its BlockMask built inside the graph from the group ids,
     traced by dynamo and AOT autograd (aot_eager: inductor's CPU flex kernel cannot read a BlockMask built in the
@@ -266,19 +282,19 @@ def test_compiled_flex_forward_equals_sdpa(objective, options, kind):
 
 def test_compiled_flex_model_is_one_graph_per_objective():
     """The CUDA path's shape of compilation, counted by a backend that only records graphs: the BlockMask and every
-    flex call join the model's one graph (no graph break), later batches of either objective reuse it (no
+    flex call join the model's one graph (no graph break), later batches of each objective reuse it (no
     recompile, as a compiled kernel stored in a global on first use would cause), and the numbers are eager's."""
     torch._dynamo.reset()
     graphs = []
     model = tiny_model('tokens', 'flex', n_layer=1)
     compiled = torch.compile(model, backend=lambda gm, inputs: graphs.append(gm) or gm.forward, dynamic=False)
     with torch.no_grad():
-        for objective, options in (('dar', {}), ('vm', dict(two_stream=True))):
-            for seed in range(3):
-                batch = Objective(objective, **options).batch(token_batch(B=4, seed=seed),
+        for n, (objective, options) in enumerate(COMPILED):
+            for seed in SEEDS:
+                batch = Objective(objective, **options).batch(token_batch(B=3, seed=seed),
                                                               torch.Generator().manual_seed(seed))
                 assert (compiled(**batch)[0] - model(**batch)[0]).abs().max() <= 1e-5
-            assert len(graphs) == (1 if objective == 'dar' else 2), objective
+            assert len(graphs) == n + 1, objective
 
 
 @pytest.mark.parametrize('objective,options', OBJECTIVES, ids=IDS)
@@ -309,6 +325,31 @@ def test_finite_loss_and_gradients(objective, options, kind):
     for name, p in model.named_parameters():
         assert p.grad is None or torch.isfinite(p.grad).all(), name
     assert model.query_emb.grad is not None or batch['query_pos'] is None
+
+
+@pytest.mark.parametrize('objective,options', [('ar', {}), ('vm', dict(mask_ratio=(0.15, 0.5), two_stream=True)),
+                                               ('mdlm', {})], ids=['ar', 'vm', 'mdlm'])
+def test_chunked_head_loss_equals_the_plain_one(monkeypatch, objective, options):
+    """Training's loss (return_preds=False) runs the head and cross-entropy over chunks of rows, each chunk's logits
+    recomputed in backward: the loss and every gradient of the plain head over all rows (float32), padded targets
+    left out, MDLM's per-sequence mean included, and no cross-entropy ever sees more than one chunk."""
+    import model as model_module
+    monkeypatch.setattr(model_module, 'head_rows', lambda vocab_size: 5)
+    seen, cross_entropy = [], F.cross_entropy
+    monkeypatch.setattr(model_module.F, 'cross_entropy', lambda x, *a, **kw: seen.append(len(x)) or
+                        cross_entropy(x, *a, **kw))
+    plain, chunked = tiny_model().train(), tiny_model().train()
+    batch = Objective(objective, **options).batch(token_batch(B=4), torch.Generator().manual_seed(2))
+    _, loss = plain(**batch)
+    loss.backward()
+    seen.clear()
+    preds, chunked_loss = chunked(**batch, return_preds=False)
+    chunked_loss.backward()
+    assert preds is None and max(seen) <= 5 and sum(seen) == 2 * batch['valid'].numel()  # forward, then backward
+    assert abs(loss.item() - chunked_loss.item()) <= 1e-6
+    for (name, p), q in zip(plain.named_parameters(), chunked.parameters()):
+        assert (p.grad is None) == (q.grad is None) and (p.grad is None or torch.allclose(p.grad, q.grad, atol=1e-7,
+                                                                                           rtol=1e-5)), name
 
 
 def test_norm_pix_loss_targets():

@@ -254,14 +254,19 @@ def test_targets_are_the_tokens_at_their_positions(objective, options):
     assert torch.equal(batch['targets'][batch['valid']], expected[batch['valid']])
 
 
-@pytest.mark.parametrize('two_stream', [False, True])
-def test_vm_batches_have_static_shapes(two_stream):
-    """Whatever rho each sequence draws, every batch has the same shapes (torch.compile never recompiles)."""
-    vm = Objective('vm', two_stream=two_stream)
-    shapes = {tuple((k, tuple(v.shape))
-                    for k, v in vm.batch(tokens(B=8, seed=s), torch.Generator().manual_seed(s)).items()
-                    if torch.is_tensor(v)) for s in range(20)}
+@pytest.mark.parametrize('objective,options', [
+    ('vm', {}), ('vm', dict(two_stream=True)), ('mlm', dict(two_stream=True)), ('mdlm', {}), ('dar', dict(t=3)),
+    ('ar', dict(random_order=True)), ('gvp', dict(n_groups=3)), ('gvp', dict(n_groups=3, segmentation='random')),
+    ('gvp', dict(n_groups=3, segmentation='fixed'))])
+def test_every_objectives_batches_have_static_shapes(objective, options):
+    """Whatever rho (vm) or first group (gvp's n_0) each sequence draws, every batch has the same shapes, so
+    torch.compile(dynamic=False) never recompiles, and the width is the objective's Kind.counts' most."""
+    chosen = Objective(objective, **options)
+    batches = [chosen.batch(tokens(B=8, seed=s), torch.Generator().manual_seed(s)) for s in range(20)]
+    shapes = {tuple((k, tuple(v.shape)) for k, v in batch.items() if torch.is_tensor(v)) for batch in batches}
     assert len(shapes) == 1
+    assert batches[0]['valid'].shape[1] == objectives.target_counts(chosen, S - 1)[1]
+    assert max(int(b['valid'].sum(dim=1).max()) for b in batches) <= batches[0]['valid'].shape[1]
 
 # -----------------------------------------------------------------------------
 # a new objective is one entry in objectives.KINDS: every script takes it from there (README, "Adding an objective")

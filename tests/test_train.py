@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+import objectives
 from checkpoint import left_behind, load_checkpoint, read_checkpoint, save_checkpoint
 from configurator import read_config
 from conftest import ROOT, one_error_line, run_in_process, run_script, script_error, write_corpus
@@ -71,6 +72,9 @@ def test_ddp_equals_gradient_accumulation(tmp_path, tiny_corpus):
     for name in a:
         assert (a[name] - b[name]).abs().max() <= 1e-6, name
     assert read_checkpoint(tmp_path / 'ddp' / 'ckpt_last.pt')['world_size'] == 2
+    # each line's train loss is the mean over every process's micro-batches, not rank 0's alone
+    assert [r['train_loss'] for r in log(tmp_path / 'ddp', 'train_loss')] == \
+        pytest.approx([r['train_loss'] for r in log(tmp_path / 'single', 'train_loss')], rel=1e-5)
 
 
 @pytest.mark.long
@@ -219,7 +223,8 @@ def test_every_objective_learns_and_writes_its_outputs(tmp_path, tiny_corpus, ob
     assert [r['iter'] for r in records] == [10, 20, 30] and [r['iter'] for r in steps] == list(range(1, 31))
     assert records[-1]['val_loss'] < records[0]['val_loss'] - 0.2, (objective, records)
     assert {'iter', 'eval_train_loss', 'val_loss', 'lr'} <= set(records[0])
-    assert {'iter', 'train_loss', 'lr', 'tokens_per_sec'} <= set(steps[0])
+    assert {'iter', 'train_loss', 'lr', 'tokens_per_sec'} <= set(steps[1])
+    assert 'tokens_per_sec' not in steps[0]  # the first step's window: it alone, its speed the compile's
     assert (out / 'loss.png').exists() and (out / 'loss.csv').exists() and (out / 'ckpt_best.pt').exists()
     model, ckpt = load_checkpoint(out / 'ckpt_best.pt')
     assert ckpt['config']['objective'] == objective
@@ -313,9 +318,11 @@ def test_objective_settings_stop_up_front(tmp_path, tiny_corpus):
 
 
 def test_a_step_that_cannot_fit_stops_before_allocating(tmp_path, tiny_corpus):
-    """block_size=100000 on a CPU: the GPT-2 logits alone are 16 x 100000 x 50304 floats; refuse with one line."""
+    """block_size=100000 on a CPU: dar's dense boolean mask alone is 16 x 200000 x 100000 bytes (training's GPT-2
+    logits are only a chunk of rows at a time); refuse with one line."""
     corpus = write_corpus(tmp_path / 'long', np.arange(250_000) % 40, np.arange(150_000) % 40)
-    message = train_error(tmp_path / 'out', corpus, '--block_size=100000', '--batch_size=16', '--n_embd=32')
+    message = train_error(tmp_path / 'out', corpus, '--block_size=100000', '--batch_size=16', '--n_embd=32',
+                          '--objective=dar')
     assert 'needs at least' in message and 'GiB' in message and 'lower block_size or batch_size' in message
 
 
@@ -634,16 +641,18 @@ WINDOWS = ['--objective=vm', '--max_iters=7', '--log_interval=3', '--eval_interv
 
 def assert_mfu_counts_every_micro_batch_once(out_dir, run, world_size):
     """Each training line's MFU = the FLOPs of every micro-batch of every process in its window, over the window's
-    seconds (read back from tokens_per_sec) times world_size peaks: one definition for any number of processes."""
+    seconds (read back from tokens_per_sec) times world_size peaks: one definition for any number of processes.
+    The first step (it compiles) is in no window."""
     from devices import step_flops
     streams = [torch.Generator().manual_seed(1337 * 1000 + k) for k in range(2)]  # train.py's, in any layout
     tokens_per_step, done = 4 * 33 * 2, 0
     for record in log(out_dir, 'train_loss'):
-        steps = record['iter'] - done
-        flops = sum(step_flops(run['raw_model'], run['pretraining'].batch(run['sequences']('train', g), g, run['bos']))
-                    for _ in range(steps) for g in streams)
-        seconds = tokens_per_step * steps / record['tokens_per_sec']
-        assert record['mfu'] == pytest.approx(flops / seconds / (world_size * PEAK), rel=1e-9), record
+        flops = [sum(step_flops(run['raw_model'], run['pretraining'].batch(run['sequences']('train', g), g,
+                                                                           run['bos'])) for g in streams)
+                 for _ in range(record['iter'] - done)]
+        timed = flops[1:] if done == 0 else flops
+        seconds = tokens_per_step * len(timed) / record['tokens_per_sec']
+        assert record['mfu'] == pytest.approx(sum(timed) / seconds / (world_size * PEAK), rel=1e-9), record
         done = record['iter']
     assert done == 7
 
@@ -698,16 +707,18 @@ def test_under_torchrun_a_signal_stops_every_process_at_the_same_log_step(tmp_pa
 
 def compiled_with_aot_eager(monkeypatch):
     """torch.compile as train.py calls it, on aot_eager: what recompiles and where graphs break is dynamo's doing
-    whatever the backend, and inductor's C++ build takes a minute a model on a CPU. Dynamo raises on a recompile."""
+    whatever the backend, and inductor's C++ build takes a minute a model on a CPU. train.py raises on a recompile
+    (its dynamo settings are restored after the test)."""
     import functools
     monkeypatch.setattr(torch, 'compile', functools.partial(torch.compile, backend='aot_eager'))
-    monkeypatch.setattr(torch._dynamo.config, 'error_on_recompile', True)
+    monkeypatch.setattr(torch._dynamo.config, 'fail_on_recompile_limit_hit', False)
     torch._dynamo.reset()  # what other tests compiled would count as this run's recompiles
     torch._dynamo.utils.counters.clear()
     return torch._dynamo.utils.counters
 
 
-@pytest.mark.parametrize('objective', [['--objective=ar'], ['--objective=vm', '--two_stream=True']])
+@pytest.mark.parametrize('objective', [['--objective=ar'], ['--objective=vm', '--two_stream=True'],
+                                       ['--objective=gvp', '--n_groups=4', '--segmentation=random']])
 def test_a_compiled_model_trains_without_recompiling(tmp_path, tiny_corpus, monkeypatch, objective):
     """Every batch of a run has the same shapes: the first micro-step compiles one graph, and the second and every
     later step reuse it, across the evaluations between them (eval mode and back)."""
@@ -716,6 +727,20 @@ def test_a_compiled_model_trains_without_recompiling(tmp_path, tiny_corpus, monk
         train_here(tmp_path / 'out', tiny_corpus, *objective, '--compile=True', '--max_iters=4', '--eval_interval=2',
                    '--gradient_accumulation_steps=2')
         assert counters['stats']['unique_graphs'] == 1 and not counters['graph_break'], dict(counters)
+    finally:
+        torch._dynamo.reset()
+
+
+def test_a_recompile_during_training_is_an_error(tmp_path, tiny_corpus, monkeypatch):
+    """A batch of another shape after the first compile stops the run (dynamo would otherwise recompile in silence,
+    and past its recompile limit run the model eagerly): here every batch is one query row wider."""
+    counters = compiled_with_aot_eager(monkeypatch)
+    widths = iter(range(32, 10 ** 6))
+    monkeypatch.setattr(objectives, 'target_counts', lambda objective, L: (1, next(widths)))
+    try:
+        with pytest.raises(RuntimeError, match='fail_on_recompile'):
+            train_here(tmp_path / 'out', tiny_corpus, '--objective=dar', '--compile=True', '--max_iters=4')
+        assert counters['stats']['unique_graphs'] == 1, dict(counters)
     finally:
         torch._dynamo.reset()
 
@@ -743,3 +768,82 @@ def test_ddp_around_the_compiled_model_splits_its_graph_at_the_gradient_buckets(
             torch.distributed.destroy_process_group()
     assert type(run['model']).__name__ == 'DistributedDataParallel'
     assert read_checkpoint(tmp_path / 'out' / 'ckpt_last.pt')['model'].keys() == run['raw_model'].state_dict().keys()
+
+
+def test_attention_dropout_is_never_ignored_on_any_backend(tmp_path, tiny_corpus, capsys):
+    """FlexAttention has no attention dropout: 'auto' on CUDA trains a run with dropout on sdpa and says so in one
+    line, an explicit flex refuses with one line naming the fix, and a flex model trained with dropout raises rather
+    than skip it (a fine-tune regularised alike on a GPU and a CPU)."""
+    from devices import pick_attn_backend
+    from model import ModelConfig, Transformer
+    assert pick_attn_backend('auto', 'cuda', dropout=0.0) == 'flex'
+    assert pick_attn_backend('auto', 'cuda:1', dropout=0.1) == 'sdpa'
+    assert 'flex has no attention dropout' in capsys.readouterr().err
+    assert pick_attn_backend('auto', 'cpu', dropout=0.1) == 'sdpa'
+    assert '--attn_backend=sdpa' in train_error(tmp_path, tiny_corpus, '--attn_backend=flex', '--dropout=0.1')
+    model = Transformer(ModelConfig(vocab_size=64, block_size=9, n_layer=1, n_head=2, n_embd=32, dropout=0.1,
+                                    attn_backend='flex')).train()
+    batch = objectives.Objective('dar').batch(torch.randint(0, 64, (2, 9)), torch.Generator().manual_seed(0))
+    with torch.no_grad(), pytest.raises(ValueError, match='no attention dropout'):  # no_grad: flex's CPU forward
+        model(**batch)
+
+
+def test_a_resumed_run_keeps_its_devices_optimizer_kernels(tmp_path, tiny_corpus, monkeypatch):
+    """A CPU checkpoint resumed on CUDA: its optimizer state, but CUDA's fused AdamW (load_state_dict restores the
+    saving device's options, fused=None). Simulated on the CPU: the resumed run builds AdamW as train.py's CUDA
+    path does (fused=True), and the next run back on plain AdamW keeps its own (no fused)."""
+    import functools
+    out = tmp_path / 'out'
+    train_here(out, tiny_corpus, '--max_iters=2', '--eval_interval=2')
+    monkeypatch.setattr(torch.optim, 'AdamW', functools.partial(torch.optim.AdamW, fused=True))
+    run = train_here(out, tiny_corpus, '--max_iters=4', '--eval_interval=2', '--init_from=resume')
+    assert all(group['fused'] is True for group in run['optimizer'].param_groups)
+    assert run['optimizer'].state_dict()['state'].keys() == read_checkpoint(out / 'ckpt_last.pt')['optimizer'][
+        'state'].keys() and all(state['step'] == 4 for state in run['optimizer'].state.values())
+    monkeypatch.undo()
+    run = train_here(out, tiny_corpus, '--max_iters=6', '--eval_interval=2', '--init_from=resume')
+    assert all(group['fused'] is None for group in run['optimizer'].param_groups)
+
+
+def test_mfus_first_window_after_a_start_or_resume_leaves_the_compiling_step_out(tmp_path, tiny_corpus, monkeypatch):
+    """The first step of a run, and of its resume, compiles (a minute of GPT-2 on a GPU): it is in no window of
+    tokens_per_sec / MFU, so a first forward 2 s slower than the rest shows in no line's speed."""
+    import model as model_module
+    forward, calls = model_module.Transformer.forward, []
+
+    def slow_first_forward(self, *args, **kwargs):
+        if not calls:
+            time.sleep(2)
+        calls.append(1)
+        return forward(self, *args, **kwargs)
+    monkeypatch.setattr(model_module.Transformer, 'forward', slow_first_forward)
+    out = tmp_path / 'out'
+    train_here(out, tiny_corpus, '--max_iters=4', '--log_interval=2', '--eval_interval=4')
+    calls.clear()
+    train_here(out, tiny_corpus, '--max_iters=8', '--log_interval=2', '--eval_interval=4', '--init_from=resume')
+    lines = log(out, 'train_loss')
+    assert [r['iter'] for r in lines] == [2, 4, 6, 8]
+    assert all(4 * 33 / r['tokens_per_sec'] < 1.0 for r in lines), lines  # seconds a step: 1 s would count the 2 s
+
+
+def test_a_best_checkpoint_that_is_the_last_is_written_once(tmp_path, tiny_corpus, monkeypatch):
+    """The best checkpoint, when it is the last, is a hard link to it (atomic: made under a temporary name, then
+    renamed): one write of the file, both load; a later save of the last replaces its file, so the best keeps what
+    it was; without links (another file system) a copy. train.py logs each save's seconds."""
+    (tmp_path / 'saves').mkdir()
+    last, best = tmp_path / 'saves' / 'ckpt_last.pt', tmp_path / 'saves' / 'ckpt_best.pt'
+    save_checkpoint({'model': {'w': torch.zeros(3)}, 'model_config': {}}, last, best)
+    assert os.path.samefile(last, best) and read_checkpoint(best)['model']['w'].sum() == 0
+    save_checkpoint({'model': {'w': torch.ones(3)}, 'model_config': {}}, last)  # a later last, not the best
+    assert read_checkpoint(best)['model']['w'].sum() == 0 and read_checkpoint(last)['model']['w'].sum() == 3
+    save_checkpoint({'model': {'w': torch.full((3,), 2.0)}, 'model_config': {}}, last, best)  # a later best
+    assert read_checkpoint(best)['model']['w'].sum() == read_checkpoint(last)['model']['w'].sum() == 6
+    monkeypatch.setattr(os, 'link', lambda *args: (_ for _ in ()).throw(OSError('no links here')))
+    save_checkpoint({'model': {'w': torch.full((3,), 3.0)}, 'model_config': {}}, last, best)
+    assert not os.path.samefile(last, best) and read_checkpoint(best)['model']['w'].sum() == 9
+    assert sorted(os.listdir(tmp_path / 'saves')) == ['ckpt_best.pt', 'ckpt_last.pt']  # no temporary left behind
+    monkeypatch.undo()
+    out = tmp_path / 'out'
+    train_here(out, tiny_corpus, '--max_iters=2', '--eval_interval=2')
+    assert os.path.samefile(out / 'ckpt_last.pt', out / 'ckpt_best.pt')  # the first evaluation is the best so far
+    assert all(record['save_seconds'] >= 0 for record in log(out))
