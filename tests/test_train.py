@@ -29,12 +29,17 @@ def train(out_dir, corpus, *args, env=None):
 
 
 def train_here(out_dir, corpus, *args):
-    """train.py in this process: the same run without a new interpreter's seconds of imports. On one thread, as
-    train() runs (OMP_NUM_THREADS=1): a second thread only adds barriers on a busy 2-core machine."""
+    """train.py in this process: the same run without a new interpreter's seconds of imports."""
+    return in_process_one_thread(f'--dataset={corpus}', f'--out_dir={out_dir}', *TINY, *args)
+
+
+def in_process_one_thread(*args):
+    """train.py with these arguments, in this process, on one thread as train() runs (OMP_NUM_THREADS=1): a second
+    thread only adds barriers on a busy 2-core machine."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return run_in_process('train.py', f'--dataset={corpus}', f'--out_dir={out_dir}', *TINY, *args)
+        return run_in_process('train.py', *args)
     finally:
         torch.set_num_threads(threads)
 
@@ -55,23 +60,6 @@ def log(out_dir, kind='val_loss'):
     return [record for record in map(json.loads, open(os.path.join(out_dir, 'log.jsonl'))) if kind in record]
 
 # -----------------------------------------------------------------------------
-
-@pytest.mark.long
-def test_ddp_equals_gradient_accumulation(tmp_path, tiny_corpus):
-    """2 gloo processes x 1 micro-step == 1 process x 2 micro-steps: same data, same averaged gradient."""
-    common = ['--objective=dar', '--max_iters=3', '--eval_interval=3', '--gradient_accumulation_steps=2']
-    train_here(tmp_path / 'single', tiny_corpus, *common)
-    ddp = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2',
-                          'train.py', f'--dataset={tiny_corpus}', f'--out_dir={tmp_path / "ddp"}', *TINY, *common],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600,  # a guard against a hang only
-                         env={**os.environ, 'OMP_NUM_THREADS': '1'})
-    assert ddp.returncode == 0, ddp.stderr
-    a, b = params(tmp_path / 'single'), params(tmp_path / 'ddp')
-    assert a.keys() == b.keys()
-    for name in a:
-        assert (a[name] - b[name]).abs().max() <= 1e-6, name
-    assert read_checkpoint(tmp_path / 'ddp' / 'ckpt_last.pt')['world_size'] == 2
-
 
 @pytest.mark.long
 def test_a_run_resumes_on_another_process_count(tmp_path, tiny_corpus):
@@ -199,8 +187,11 @@ def test_sigkill_during_checkpoint_write_keeps_the_previous_one(tmp_path):
     writer = subprocess.Popen([sys.executable, '-c', (
         "import sys, torch; sys.path.insert(0, '.'); from checkpoint import save_checkpoint\n"
         f"big = {{'model': {{'w': torch.zeros(25_000_000)}}, 'model_config': {{}}}}\n"
-        f"while True: save_checkpoint(big, {str(path)!r})")], cwd=ROOT)
-    time.sleep(4)
+        f"save_checkpoint(big, {str(path)!r})\n"
+        "print('saved', flush=True)\n"
+        f"while True: save_checkpoint(big, {str(path)!r})")], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline() == 'saved\n'  # its imports done, whatever the machine's speed: it writes on
+    time.sleep(0.5)
     writer.kill()
     writer.wait()
     ckpt = read_checkpoint(path)  # the old one, or a complete new one: never a torn file
@@ -232,26 +223,30 @@ REDUCED = {'ar': dict(n_layer=2, block_size=64, batch_size=16, max_iters=120, wa
            'vm': dict(n_layer=1, block_size=16, batch_size=64, max_iters=80, warmup_iters=10)}
 
 
+@pytest.fixture(scope='module')
+def shakespeare_bytes(tmp_path_factory):
+    """The real plays as bytes, prepared once for both arms below (prepare.py's command line is test_data's)."""
+    data_dir = tmp_path_factory.mktemp('demo') / 'shakespeare_bytes'
+    run_in_process('data/shakespeare/prepare.py', '--tokenizer=bytes', f'--out_dir={data_dir}')
+    return data_dir
+
+
 @pytest.mark.long
 @pytest.mark.parametrize('arm', ['ar', 'vm'])
-def test_demo_configs_learn_shakespeare_bytes(tmp_path, arm):
+def test_demo_configs_learn_shakespeare_bytes(tmp_path, shakespeare_bytes, arm):
     """`make demo`'s configs on the real plays: ar's held-out loss ends below the bigram floor (it uses more than
     the previous byte) and vm's below the unigram floor (its masked bytes are predicted from context). Both floors
     are counted on the training plays (evals/ppl.NgramBaselines), on held-out rows of the same length."""
-    data_dir = tmp_path / 'shakespeare_bytes'
-    prepared = run_script('data/shakespeare/prepare.py', '--tokenizer=bytes', f'--out_dir={data_dir}')
-    assert prepared.returncode == 0, prepared.stderr
     from data.text import load_tokens
     from evals.ppl import NgramBaselines, gather_windows, window_starts
-    reduced = REDUCED[arm]
+    data_dir, reduced = shakespeare_bytes, REDUCED[arm]
     val = load_tokens(data_dir, 'val', 'bytes')
     floors = NgramBaselines(load_tokens(data_dir, 'train', 'bytes'), 257).nll(gather_windows(
         val, window_starts(len(val), reduced['block_size'], 100_000), reduced['block_size'], 256).numpy())
     settings = {**reduced, 'lr_decay_iters': reduced['max_iters'], 'eval_interval': reduced['max_iters'],
                 'learning_rate': 3e-3, 'min_lr': 3e-4, 'eval_iters': 40, 'progress': False}
-    result = run_script('train.py', f'config/{arm}_shakespeare_bytes.py', f'--dataset={data_dir}',
-                        f'--out_dir={tmp_path / "out"}', *(f'--{key}={value}' for key, value in settings.items()))
-    assert result.returncode == 0, result.stderr
+    in_process_one_thread(f'config/{arm}_shakespeare_bytes.py', f'--dataset={data_dir}',
+                          f'--out_dir={tmp_path / "out"}', *(f'--{key}={value}' for key, value in settings.items()))
     val_loss = log(tmp_path / 'out')[-1]['val_loss']
     floor = floors['bigram' if arm == 'ar' else 'unigram'].mean()
     assert val_loss < floor, (arm, val_loss, {name: nll.mean() for name, nll in floors.items()})
@@ -579,25 +574,29 @@ def test_float16_trains_with_a_gradient_scaler_that_resumes(tmp_path, tiny_corpu
     """float16 underflows small gradients without loss scaling (bfloat16 does not): the scaler's state is saved, so
     a resumed run scales as the straight one does."""
     straight, out = tmp_path / 'straight', tmp_path / 'out'
-    flags = ('--dtype=float16', '--eval_interval=1', '--n_layer=1')
-    train_here(straight, tiny_corpus, *flags, '--max_iters=3')
-    train_here(out, tiny_corpus, *flags, '--max_iters=2')
+    tokens = np.fromfile(os.path.join(tiny_corpus, 'train.bin'), dtype=np.uint16)  # ids < 40: bytes too
+    corpus = write_corpus(tmp_path / 'bytes', tokens, tokens[:1000], 'bytes')  # CPU float16 matmuls are slow: a
+    flags = ('--dtype=float16', '--eval_interval=1', '--n_layer=1')  # 257-way head, not GPT-2's 50,304
+    train_here(straight, corpus, *flags, '--max_iters=3')
+    train_here(out, corpus, *flags, '--max_iters=2')
     assert read_checkpoint(out / 'ckpt_last.pt')['scaler']['scale'] > 1  # the loss is scaled
-    train_here(out, tiny_corpus, *flags, '--max_iters=3', '--init_from=resume')
+    train_here(out, corpus, *flags, '--max_iters=3', '--init_from=resume')
     assert read_checkpoint(out / 'ckpt_last.pt')['scaler'] == read_checkpoint(straight / 'ckpt_last.pt')['scaler']
     assert all(math.isfinite(r['train_loss']) for r in log(out, 'train_loss'))
 
 
-def test_logs_read_well_in_a_file(tmp_path, tiny_corpus):
+def test_logs_read_well_in_a_file(tmp_path, tiny_corpus, capfd):
     """Into a pipe (make, a log file) progress comes as plain lines, never tqdm's carriage returns; every line names
-    its run (two runs share a terminal in make demo); a schedule that never decays is pointed out."""
-    result = train(tmp_path / 'ar-run', tiny_corpus, '--max_iters=3', '--eval_interval=3', '--progress=True')
-    assert result.returncode == 0, result.stderr
-    assert '\r' not in result.stdout + result.stderr and '\x1b' not in result.stdout + result.stderr
-    assert 'ar-run: 3/3 steps' in result.stderr
-    assert all(line.startswith('ar-run | ') for line in result.stdout.splitlines()), result.stdout
-    assert 'max_iters=3 < lr_decay_iters=20' in result.stderr and '--lr_decay_iters=3' in result.stderr
-    first, *_, last = result.stdout.splitlines()  # where the run writes, and what it wrote there
+    its run (two runs share a terminal in make demo); a schedule that never decays is pointed out. In this process:
+    capfd's stdout and stderr are files, as a pipe is (no terminal), and it reads what reaches the descriptors too."""
+    capfd.readouterr()
+    train_here(tmp_path / 'ar-run', tiny_corpus, '--max_iters=3', '--eval_interval=3', '--progress=True')
+    stdout, stderr = capfd.readouterr()
+    assert '\r' not in stdout + stderr and '\x1b' not in stdout + stderr
+    assert 'ar-run: 3/3 steps' in stderr
+    assert all(line.startswith('ar-run | ') for line in stdout.splitlines()), stdout
+    assert 'max_iters=3 < lr_decay_iters=20' in stderr and '--lr_decay_iters=3' in stderr
+    first, *_, last = stdout.splitlines()  # where the run writes, and what it wrote there
     assert first.endswith(f"-> {tmp_path / 'ar-run'}")
     assert last == f"ar-run | {tmp_path / 'ar-run'}: ckpt_last.pt, ckpt_best.pt, log.jsonl, loss.png, loss.csv"
 
@@ -660,9 +659,10 @@ def test_no_step_waits_for_the_device_outside_log_and_eval_steps(tmp_path, tiny_
 
 
 @pytest.mark.long
-def test_under_torchrun_mfu_counts_each_process_once_and_steps_do_not_wait(tmp_path, tiny_corpus):
-    """2 gloo processes x 1 micro-step log the MFU one process with 2 micro-steps defines (it was world_size times too
-    high), and their vote to stop no longer reads the device every step: they vote at log steps."""
+def test_ddp_equals_gradient_accumulation_and_mfu_counts_each_process_once(tmp_path, tiny_corpus):
+    """2 gloo processes x 1 micro-step == 1 process x 2 micro-steps: same data, same averaged gradient, the same
+    weights. They log the MFU one process with 2 micro-steps defines (it was world_size times too high), and their
+    vote to stop no longer reads the device every step: they vote at log steps."""
     result = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2',
                              'tests/host_reads.py', str(tmp_path / 'reads'), 'train.py', f'--dataset={tiny_corpus}',
                              f'--out_dir={tmp_path / "ddp"}', *TINY, *WINDOWS], cwd=ROOT, capture_output=True,
@@ -671,7 +671,12 @@ def test_under_torchrun_mfu_counts_each_process_once_and_steps_do_not_wait(tmp_p
     for rank in (0, 1):
         reads = json.load(open(tmp_path / f'reads.{rank}.json'))
         assert {step for step, _, _ in reads} == {3, 6, 7}, (rank, reads)
-    run = train_here(tmp_path / 'layout', tiny_corpus, *WINDOWS, '--max_iters=0')  # the model and data, no step
+    run = train_here(tmp_path / 'single', tiny_corpus, *WINDOWS)  # the same run in one process
+    a, b = params(tmp_path / 'single'), params(tmp_path / 'ddp')
+    assert a.keys() == b.keys()
+    for name in a:
+        assert (a[name] - b[name]).abs().max() <= 1e-6, name
+    assert read_checkpoint(tmp_path / 'ddp' / 'ckpt_last.pt')['world_size'] == 2
     assert_mfu_counts_every_micro_batch_once(tmp_path / 'ddp', run, world_size=2)
 
 
