@@ -134,6 +134,17 @@ def script_error(script, *args):
     return str(error.value)
 
 
+def usage_error(script, *args):
+    """script_error for a refusal a user sees as one line: a UsageError (one_line_errors prints it as `<script>:
+    error: <message>` with exit code 1, which each script's one subprocess test shows), its message one line."""
+    from configurator import UsageError
+    with pytest.raises(UsageError) as error:
+        run_in_process(script, *args)
+    message = str(error.value)
+    assert '\n' not in message, message
+    return message
+
+
 def write_curves_record(root, curves, **settings):
     """A data-constrained record as data_constrained.sh leaves it, evaluated every 100 steps: settings.json (these
     settings over small defaults) and runs/SIZE/ARM/SEED/log.jsonl; curves: {(size, arm): {seed: nll array}}."""
