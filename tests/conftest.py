@@ -109,18 +109,19 @@ def one_error_line(result, *fragments):
     assert all(fragment in lines[0] for fragment in fragments), lines[0]
 
 
-def run_in_process(script, *args):
+def run_in_process(script, *args, cwd=ROOT):
     """Run a top-level script to its end in this process: milliseconds instead of a new interpreter, and it sees
-    what a test registered (e.g. a new objective). Signal handlers are restored afterwards (train.py sets its own)."""
-    argv, hook, cwd = sys.argv, sys.excepthook, os.getcwd()
+    what a test registered (e.g. a new objective). From the working folder cwd (the repository's, as run_script's),
+    with the script named by its path from ROOT. Signal handlers are restored afterwards (train.py sets its own)."""
+    argv, hook, previous = sys.argv, sys.excepthook, os.getcwd()
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)}
     sys.argv = [script, *args]
-    os.chdir(ROOT)
+    os.chdir(cwd)
     try:
         return runpy.run_path(os.path.join(ROOT, script), run_name='__main__')
     finally:
         sys.argv, sys.excepthook = argv, hook
-        os.chdir(cwd)
+        os.chdir(previous)
         signal.set_wakeup_fd(-1)
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
