@@ -75,6 +75,15 @@ def tiny_corpus(tmp_path):
     return write_corpus(tmp_path / 'corpus', stream[:8000], stream[8000:])
 
 
+@pytest.fixture(scope='session')
+def shakespeare_bytes(tmp_path_factory):
+    """The real plays as bytes, as data/shakespeare/prepare.py --tokenizer=bytes writes them, prepared once per test
+    process in this process (the script's own command line is test_data's); tests only read it."""
+    data_dir = tmp_path_factory.mktemp('plays') / 'shakespeare_bytes'
+    run_in_process('data/shakespeare/prepare.py', '--tokenizer=bytes', f'--out_dir={data_dir}')
+    return data_dir
+
+
 def make_checkpoint(path, objective='ar', input_kind='tokens', seed=0, train_config=None, **model_kwargs):
     """A random-init model saved exactly as train.py saves one (the eval scripts read these)."""
     torch.manual_seed(seed)

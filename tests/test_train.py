@@ -223,14 +223,6 @@ REDUCED = {'ar': dict(n_layer=2, block_size=64, batch_size=16, max_iters=120, wa
            'vm': dict(n_layer=1, block_size=16, batch_size=64, max_iters=80, warmup_iters=10)}
 
 
-@pytest.fixture(scope='module')
-def shakespeare_bytes(tmp_path_factory):
-    """The real plays as bytes, prepared once for both arms below (prepare.py's command line is test_data's)."""
-    data_dir = tmp_path_factory.mktemp('demo') / 'shakespeare_bytes'
-    run_in_process('data/shakespeare/prepare.py', '--tokenizer=bytes', f'--out_dir={data_dir}')
-    return data_dir
-
-
 @pytest.mark.long
 @pytest.mark.parametrize('arm', ['ar', 'vm'])
 def test_demo_configs_learn_shakespeare_bytes(tmp_path, shakespeare_bytes, arm):
