@@ -75,6 +75,15 @@ def tiny_corpus(tmp_path):
     return write_corpus(tmp_path / 'corpus', stream[:8000], stream[8000:])
 
 
+@pytest.fixture(scope='session')
+def shakespeare_bytes(tmp_path_factory):
+    """The real plays as bytes, as data/shakespeare/prepare.py --tokenizer=bytes writes them, prepared once per test
+    process in this process (the script's own command line is test_data's); tests only read it."""
+    data_dir = tmp_path_factory.mktemp('plays') / 'shakespeare_bytes'
+    run_in_process('data/shakespeare/prepare.py', '--tokenizer=bytes', f'--out_dir={data_dir}')
+    return data_dir
+
+
 def make_checkpoint(path, objective='ar', input_kind='tokens', seed=0, train_config=None, **model_kwargs):
     """A random-init model saved exactly as train.py saves one (the eval scripts read these)."""
     torch.manual_seed(seed)
@@ -109,18 +118,19 @@ def one_error_line(result, *fragments):
     assert all(fragment in lines[0] for fragment in fragments), lines[0]
 
 
-def run_in_process(script, *args):
+def run_in_process(script, *args, cwd=ROOT):
     """Run a top-level script to its end in this process: milliseconds instead of a new interpreter, and it sees
-    what a test registered (e.g. a new objective). Signal handlers are restored afterwards (train.py sets its own)."""
-    argv, hook, cwd = sys.argv, sys.excepthook, os.getcwd()
+    what a test registered (e.g. a new objective). From the working folder cwd (the repository's, as run_script's),
+    with the script named by its path from ROOT. Signal handlers are restored afterwards (train.py sets its own)."""
+    argv, hook, previous = sys.argv, sys.excepthook, os.getcwd()
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)}
     sys.argv = [script, *args]
-    os.chdir(ROOT)
+    os.chdir(cwd)
     try:
         return runpy.run_path(os.path.join(ROOT, script), run_name='__main__')
     finally:
         sys.argv, sys.excepthook = argv, hook
-        os.chdir(cwd)
+        os.chdir(previous)
         signal.set_wakeup_fd(-1)
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
@@ -132,6 +142,17 @@ def script_error(script, *args):
     with pytest.raises(ValueError) as error:
         run_in_process(script, *args)
     return str(error.value)
+
+
+def usage_error(script, *args):
+    """script_error for a refusal a user sees as one line: a UsageError (one_line_errors prints it as `<script>:
+    error: <message>` with exit code 1, which each script's one subprocess test shows), its message one line."""
+    from configurator import UsageError
+    with pytest.raises(UsageError) as error:
+        run_in_process(script, *args)
+    message = str(error.value)
+    assert '\n' not in message, message
+    return message
 
 
 def write_curves_record(root, curves, **settings):

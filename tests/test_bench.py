@@ -1,13 +1,15 @@
 """bench.py: a CPU smoke run at a tiny size writes every field, and its numbers obey the accounting they claim."""
 import ast
+import contextlib
 import csv
+import io
 import json
 import math
 import os
 
 import pytest
 
-from conftest import ROOT, one_error_line, run_script, script_error
+from conftest import ROOT, run_in_process, run_script, script_error, usage_error
 
 TINY = ['--n_layer=1', '--n_head=2', '--n_embd=32', '--block_size=32', '--batch_size=2', '--seq_lens=32',
         '--memory_seq_lens=16', '--warmup=1', '--steps=2', '--progress=False']
@@ -15,13 +17,14 @@ VARIANTS = ('ar', 'dar', 'vm2s', 'mlm', 'ar_bytes', 'ar_rope', 'dar_rope', 'vm2s
 
 
 @pytest.fixture(scope='module')
-def bench(tmp_path_factory):
+def bench(tmp_path_factory, one_thread):
+    """One smoke run in this process (on one thread, as run_script's), read by the tests below; what it prints, too."""
     out = tmp_path_factory.mktemp('bench')
     (out / 'bench.md').write_text('an earlier run\n')  # replaced: test_memory_attention_and_targets reads the new one
-    proc = run_script('bench.py', *TINY, f'--out_dir={out}', '--overwrite=True')
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    with contextlib.redirect_stdout(io.StringIO()) as stdout:
+        run_in_process('bench.py', *TINY, f'--out_dir={out}', '--overwrite=True')
     with open(out / 'bench.json') as f:
-        return json.load(f), out, proc.stdout
+        return json.load(f), out, stdout.getvalue()
 
 
 def test_every_run_is_one_row_of_the_table_the_csv_and_the_json(bench):
@@ -114,18 +117,17 @@ def test_memory_attention_and_targets(bench):
     assert '| variant | backend | mode |' in table and 'not measured here' in table and table in stdout
 
 
-def test_a_second_run_into_the_out_dir_is_refused(bench):
+def test_a_second_run_into_the_out_dir_is_refused(bench, capsys):
     result, out, _ = bench
-    proc = run_script('bench.py', *TINY, f'--out_dir={out}')
-    one_error_line(proc, f'{out} already holds bench.json, bench.csv, bench.md', '--overwrite=True')
-    assert proc.stdout == ''  # refused before any timing
+    message = usage_error('bench.py', *TINY, f'--out_dir={out}')
+    assert f'{out} already holds bench.json, bench.csv, bench.md' in message and '--overwrite=True' in message
+    assert capsys.readouterr().out == ''  # refused before any timing
     assert json.loads((out / 'bench.json').read_text()) == result
 
 
-def test_one_job_alone(tmp_path):
+def test_one_job_alone(tmp_path, one_thread):
     """--jobs=(attention,) (the GPU check's P4): the attention timing only, every target it cannot measure said so."""
-    proc = run_script('bench.py', *TINY, '--jobs=(attention,)', f'--out_dir={tmp_path}')
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    run_in_process('bench.py', *TINY, '--jobs=(attention,)', f'--out_dir={tmp_path}')
     result = json.loads((tmp_path / 'bench.json').read_text())
     assert result['runs'] == [] and result['memory'] == [] and result['attention']['seq_len'] == 32
     targets = {t['name']: t for t in result['targets']}
@@ -162,16 +164,17 @@ def test_each_gpu_path_change_is_an_ablation_switch(monkeypatch, tmp_path, on):
     assert set(calls) == ({'causal', 'chunked'} if on else {'mask'}), calls
 
 
-def test_bad_input_is_one_line():
-
+def test_bad_input_is_one_line(monkeypatch):
     proc = run_script('bench.py', '--variants=gpt', '--progress=False')  # printed as one line; the rest in process
     assert proc.returncode == 1 and proc.stderr.strip().count('\n') == 0
     assert 'bench.py: error:' in proc.stderr and 'variants' in proc.stderr
     for flags, word in ((['--jobs=(speed,timing)'], 'jobs'), (['--compile=True', '--device=cpu'], 'BlockMask'),
                         (['--n_head=3', '--n_embd=32'], 'n_head'), (['--flex_kernel=(64,)'], 'flex_kernel')):
         assert word in script_error('bench.py', *flags, '--progress=False')
-    proc = run_script('bench.py', '--progress=False', env={'RANK': '0'})
-    assert proc.returncode == 1 and 'one process' in proc.stderr and proc.stderr.strip().count('\n') == 0
+    monkeypatch.setenv('RANK', '0')  # as torchrun sets it: SystemExit(line) prints the line and exits with 1
+    with pytest.raises(SystemExit) as stop:
+        run_in_process('bench.py', '--progress=False')
+    assert isinstance(stop.value.code, str) and 'one process' in stop.value.code and '\n' not in stop.value.code
 
 
 def module_globals(path):
@@ -180,14 +183,13 @@ def module_globals(path):
             if isinstance(target, ast.Name)}
 
 
-def test_gpt2_config_serves_bench_and_train(tiny_corpus, tmp_path):
+def test_gpt2_config_serves_bench_and_train(tiny_corpus, tmp_path, capsys, one_thread):
     path = os.path.join(ROOT, 'config', 'gpt2_124m_bench.py')
     values = {}
     exec(open(path).read(), {}, values)
     assert (values['n_layer'], values['n_head'], values['n_embd'], values['block_size']) == (12, 12, 768, 1024)
     assert set(values) <= module_globals('bench.py') & module_globals('train.py')
     # train.py builds the model from it (max_iters=0: no step); GPT-2 124M has 123.59M non-position parameters
-    proc = run_script('train.py', path, '--max_iters=0', f'--dataset={tiny_corpus}', f'--out_dir={tmp_path}',
-                      '--progress=False')
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert '123.59M parameters' in proc.stdout
+    run_in_process('train.py', path, '--max_iters=0', f'--dataset={tiny_corpus}', f'--out_dir={tmp_path}',
+                   '--progress=False')
+    assert '123.59M parameters' in capsys.readouterr().out

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from configurator import check_ranges, configure, parse_value
-from conftest import FIXTURES_GLUE, ROOT, one_error_line, run_in_process, run_script, script_error
+from conftest import FIXTURES_GLUE, ROOT, run_in_process, script_error, usage_error
 
 
 def test_values_parse_as_typed():
@@ -216,11 +216,13 @@ def test_help_keeps_a_command_continued_with_a_backslash_on_two_lines(capsys, sc
 
 
 def test_a_config_file_that_does_not_parse_or_raises_is_one_line(tmp_path):
+    """A UsageError of one line (printed as train.py's test_an_out_of_range_value_is_one_line_for_the_user shows)."""
     for text, expected in (('n_layer = (\n', 'line 1'),
                            ('batch_size = 8\nn_layer = 1 / 0\n', 'line 2: ZeroDivisionError')):
         path = tmp_path / 'broken.py'
         path.write_text(text)
-        one_error_line(run_script('train.py', str(path)), f'config file {path}, {expected}', 'fix the file')
+        message = usage_error('train.py', str(path))
+        assert f'config file {path}, {expected}' in message and 'fix the file' in message, message
 
 
 @pytest.mark.parametrize('local_rank', ['0', '1'])

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT, run_script, write_curves_record
+from conftest import ROOT, write_curves_record
 
 from experiments import data_constrained as dc
 
@@ -242,12 +242,10 @@ def test_the_exploratory_paragraph_is_its_record():
         assert f"{rate(logs['ar'])} at step {crossed}, against {rate(registered)}" in text, name
 
 
-def test_settings_regenerate_from_the_recipe(tmp_path):
+def test_settings_regenerate_from_the_recipe(tmp_path, shakespeare_bytes):
     """write_settings, given each record's sizes, budget, recipe and seeds, writes its settings.json byte for byte:
-    the floors are counted again from the plays, prepared here as the scripts prepare them."""
-    data_dir = tmp_path / 'shakespeare_bytes'
-    prepared = run_script('data/shakespeare/prepare.py', '--tokenizer=bytes', f'--out_dir={data_dir}')
-    assert prepared.returncode == 0, prepared.stderr
+    the floors are counted again from the plays, prepared as the scripts prepare them (conftest.shakespeare_bytes)."""
+    data_dir = shakespeare_bytes
     for record in ('data-constrained', 'data-constrained-rope'):
         recorded = os.path.join(ROOT, 'experiments', record, 'settings.json')
         settings = json.load(open(recorded))

@@ -9,11 +9,8 @@ import random
 import numpy as np
 import pytest
 import torch
-from scipy import stats
-from sklearn import linear_model
-from sklearn import metrics as skm
 
-from conftest import FIXTURES_GLUE, ROOT, make_checkpoint, one_error_line, run_in_process, run_script, script_error
+from conftest import FIXTURES_GLUE, ROOT, make_checkpoint, run_in_process, run_script, script_error, usage_error
 from data import glue_tasks as gt
 from data.text import get_tokenizer
 from evals import glue
@@ -23,6 +20,15 @@ from objectives import Objective
 
 FIXTURES = FIXTURES_GLUE
 QUICK = ['--epochs=1', '--progress=False', '--batch_size=4']
+
+
+pytestmark = pytest.mark.usefixtures('one_thread')  # in-process runs on one thread, as run_script's (and torchrun's)
+
+
+def glue_here(*args):
+    """eval_glue.py in this process (it runs on one thread here, as run_script's OMP_NUM_THREADS=1): the same run
+    without a new interpreter's seconds of imports, where what is tested is not the command line itself."""
+    return run_in_process('eval_glue.py', *args)
 
 
 def read_csv(path):
@@ -117,6 +123,7 @@ def test_warmup_then_cosine_to_zero():
 
 
 def test_logistic_probe_equals_scikit_learn():
+    from sklearn import linear_model
     rng = np.random.default_rng(0)
     n, d, l2 = 300, 6, 1e-2
     x = rng.normal(size=(n, d))
@@ -129,6 +136,7 @@ def test_logistic_probe_equals_scikit_learn():
 
 
 def test_least_squares_probe_equals_ridge_and_lstsq():
+    from sklearn import linear_model
     rng = np.random.default_rng(1)
     x = rng.normal(size=(80, 5))
     y = x @ rng.normal(size=5) + 0.3 + 0.1 * rng.normal(size=80)
@@ -146,6 +154,8 @@ def test_least_squares_probe_equals_ridge_and_lstsq():
 
 def reference_scores(task, predictions, labels):
     """The task's metrics from scikit-learn / scipy, in percent."""
+    from scipy import stats
+    from sklearn import metrics as skm
     predictions, labels = np.asarray(predictions), np.asarray(labels)
     reference = {'accuracy': lambda: skm.accuracy_score(labels, predictions),
                  'f1': lambda: skm.f1_score(labels, predictions, zero_division=0),
@@ -190,9 +200,8 @@ def test_every_glue_task_end_to_end_under_torchrun(tmp_path):
         nine = [main[key] for key in gt.GLUE_AVERAGE_KEYS]  # MNLI-m and -mm both count; WNLI does not
         assert float(row['GLUE_avg']) == pytest.approx(np.mean(nine), abs=1e-3)
     # a job's numbers do not depend on which process ran it: one process gives the same
-    alone = run_script('eval_glue.py', f'--ckpt={dar}', f'--glue_dir={FIXTURES}', '--tasks=mnli,stsb', '--seeds=1',
-                       f'--out_dir={tmp_path / "alone"}', *QUICK)
-    assert alone.returncode == 0, alone.stderr
+    glue_here(f'--ckpt={dar}', f'--glue_dir={FIXTURES}', '--tasks=mnli,stsb', '--seeds=1',
+              f'--out_dir={tmp_path / "alone"}', *QUICK)
     for run in json.loads((tmp_path / 'alone' / 'glue_finetune.json').read_text())['runs']:
         twin, = [r for r in runs if (r['ckpt'], r['task'], r['seed']) == (1, run['task'], 1)]
         assert run['results'] == twin['results']
@@ -200,10 +209,8 @@ def test_every_glue_task_end_to_end_under_torchrun(tmp_path):
 
 def test_offline_suite_linear_probe(tmp_path):
     mlm, _ = make_checkpoint(tmp_path / 'mlm.pt', 'mlm')
-    probe = run_script('eval_glue.py', 'config/linprobe_glue_offline.py', f'--ckpt={mlm}',
-                       f'--glue_dir={os.path.join(FIXTURES, "offline")}', '--progress=False',
-                       f'--out_dir={tmp_path / "probe"}')
-    assert probe.returncode == 0, probe.stderr
+    glue_here('config/linprobe_glue_offline.py', f'--ckpt={mlm}', f'--glue_dir={os.path.join(FIXTURES, "offline")}',
+              '--progress=False', f'--out_dir={tmp_path / "probe"}')
     row, = read_csv(tmp_path / 'probe' / 'glue_linprobe.csv')
     assert row['attention'] == 'bidirectional' and row['pooling'] == 'mean' and row['mode'] == 'linprobe'
     mains = [float(row[f'{task}_{spec.metrics[0]}']) for task, spec in gt.OFFLINE_TASKS.items()]
@@ -211,27 +218,30 @@ def test_offline_suite_linear_probe(tmp_path):
     assert 'GLUE_avg' not in row
 
 
-def test_offline_config_is_cpu_sized_and_a_second_run_is_refused(tmp_path):
+def test_offline_config_is_cpu_sized_and_a_second_run_is_refused(tmp_path, capfd):
     """config/glue_offline.py: the four offline tasks, one seed, 2 epochs, under one progress bar over every
-    fine-tuning step (into a pipe: plain lines, no cursor codes). A second run into its out_dir stops with one line
-    before any fine-tuning; --overwrite=True replaces the first run's tables."""
+    fine-tuning step (into a pipe: plain lines, no cursor codes; capfd's descriptors are files, as a pipe is). A
+    second run into its out_dir stops with one line before any fine-tuning; --overwrite=True replaces the first
+    run's tables."""
     ar, _ = make_checkpoint(tmp_path / 'ar.pt', 'ar')
     out = tmp_path / 'out'
     common = ['config/glue_offline.py', f'--ckpt={ar}', f'--glue_dir={os.path.join(FIXTURES, "offline")}',
               '--batch_size=3', f'--out_dir={out}']
-    first = run_script('eval_glue.py', *common)
-    assert first.returncode == 0, first.stderr
+    capfd.readouterr()
+    glue_here(*common)
+    stdout, stderr = capfd.readouterr()
     runs = json.loads((out / 'glue_finetune.json').read_text())['runs']
     assert sorted((r['task'], r['seed']) for r in runs) == sorted((task, 0) for task in gt.OFFLINE_TASKS)
     steps = sum(2 * -(-r['n_train'] // 3) for r in runs)  # 2 epochs of batches of 3
-    assert f"4 runs (1 checkpoint(s) x 4 task(s) x 1 seed(s)), {steps} steps of 3 in all" in first.stdout
-    assert '\r' not in first.stderr and '\x1b' not in first.stderr
-    assert f'finetune: {steps}/{steps} steps' in first.stderr
+    assert f"4 runs (1 checkpoint(s) x 4 task(s) x 1 seed(s)), {steps} steps of 3 in all" in stdout
+    assert '\r' not in stderr and '\x1b' not in stderr
+    assert f'finetune: {steps}/{steps} steps' in stderr
     table = (out / 'glue_finetune.md').read_text()
-    again = run_script('eval_glue.py', *common, '--progress=False')
-    one_error_line(again, 'already holds glue_finetune.md, glue_finetune.csv, glue_finetune.json', '--overwrite=True')
-    assert again.stdout == '' and (out / 'glue_finetune.md').read_text() == table
-    run_in_process('eval_glue.py', *common, '--progress=False', '--overwrite=True', '--tasks=hedge')
+    message = usage_error('eval_glue.py', *common, '--progress=False')
+    assert 'already holds glue_finetune.md, glue_finetune.csv, glue_finetune.json' in message, message
+    assert '--overwrite=True' in message and capfd.readouterr().out == ''  # refused before any work
+    assert (out / 'glue_finetune.md').read_text() == table
+    glue_here(*common, '--progress=False', '--overwrite=True', '--tasks=hedge')
     assert [r['task'] for r in json.loads((out / 'glue_finetune.json').read_text())['runs']] == ['hedge']
 
 
@@ -293,10 +303,9 @@ def test_separable_task_beats_chance(tmp_path):
     byte_level, _ = make_checkpoint(tmp_path / 'bytes.pt', 'ar', seed=2, tokenizer='bytes', vocab_size=320,
                                     block_size=128)
     common = [f'--glue_dir={tmp_path / "glue"}', '--tasks=sst2', '--progress=False', f'--out_dir={tmp_path / "out"}']
-    tuned = run_script('eval_glue.py', f'--ckpt={ar}', f'--ckpt={mlm}', f'--ckpt={byte_level}', *common, '--seeds=0',
-                       '--epochs=3', '--learning_rate=3e-3')
-    probe = run_script('eval_glue.py', f'--ckpt={mlm}', *common, '--mode=linprobe')
-    assert tuned.returncode == 0 and probe.returncode == 0, tuned.stderr + probe.stderr
+    glue_here(f'--ckpt={ar}', f'--ckpt={mlm}', f'--ckpt={byte_level}', *common, '--seeds=0', '--epochs=3',
+              '--learning_rate=3e-3')
+    glue_here(f'--ckpt={mlm}', *common, '--mode=linprobe')
     accuracies = [float(row['sst2_accuracy']) for row in read_csv(tmp_path / 'out' / 'glue_finetune.csv')]
     accuracies += [float(row['sst2_accuracy']) for row in read_csv(tmp_path / 'out' / 'glue_linprobe.csv')]
     assert len(accuracies) == 4 and min(accuracies) >= 80.0, accuracies  # chance is 50
@@ -361,8 +370,7 @@ def test_bag_of_words_and_random_init_beside_a_checkpoint(tmp_path):
     write_keyword_task(tmp_path / 'glue')
     ar, _ = make_checkpoint(tmp_path / 'ar.pt', 'ar', train_config=dict(seed=4))
     common = [f'--glue_dir={tmp_path / "glue"}', '--tasks=sst2', '--progress=False', f'--out_dir={tmp_path / "out"}']
-    probe = run_script('eval_glue.py', '--ckpt=bag_of_words', f'--ckpt=random:{ar}', *common, '--mode=linprobe')
-    assert probe.returncode == 0, probe.stderr
+    glue_here('--ckpt=bag_of_words', f'--ckpt=random:{ar}', *common, '--mode=linprobe')
     words, random_init = read_csv(tmp_path / 'out' / 'glue_linprobe.csv')
     assert (words['checkpoint'], words['objective']) == ('bag_of_words', 'bag of words')
     assert float(words['sst2_accuracy']) == 100.0  # one word decides the label
@@ -383,9 +391,8 @@ def test_bag_of_bytes_counts_ngrams_and_sees_word_order(tmp_path):
         os.makedirs(tmp_path / 'bigram_shift', exist_ok=True)
         (tmp_path / 'bigram_shift' / f'{split}.tsv').write_text(
             'sentence\tlabel\n' + ''.join(f'{text}\t{label}\n' for text, label in rows))
-    probe = run_script('eval_glue.py', '--ckpt=bag_of_bytes', '--ckpt=bag_of_words', f'--glue_dir={tmp_path}',
-                       '--tasks=bigram_shift', '--mode=linprobe', '--progress=False', f'--out_dir={tmp_path / "out"}')
-    assert probe.returncode == 0, probe.stderr
+    glue_here('--ckpt=bag_of_bytes', '--ckpt=bag_of_words', f'--glue_dir={tmp_path}', '--tasks=bigram_shift',
+              '--mode=linprobe', '--progress=False', f'--out_dir={tmp_path / "out"}')
     by_bytes, by_words = read_csv(tmp_path / 'out' / 'glue_linprobe.csv')
     assert by_bytes['objective'] == 'bag of bytes' and float(by_bytes['bigram_shift_accuracy']) == 100.0
     assert float(by_words['bigram_shift_accuracy']) == 50.0

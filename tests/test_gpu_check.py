@@ -24,8 +24,10 @@ def read_record(folder):
 
 
 def in_process(tmp_path, monkeypatch, *args):
-    """gpu_check.py run in this process to its exit code (it sees what the test patched)."""
+    """gpu_check.py run in this process to its exit code (it sees what the test patched); the commands it starts
+    get run_script's environment (one OpenMP thread each)."""
     monkeypatch.setenv('TORCHINDUCTOR_CACHE_DIR', str(tmp_path / 'cache'))  # the check's default is the repo's
+    monkeypatch.setenv('OMP_NUM_THREADS', '1')
     with pytest.raises(SystemExit) as stop:
         run_in_process('gpu_check.py', *args)
     return stop.value.code
@@ -36,13 +38,15 @@ def only_record(root):
     return os.path.join(root, record)
 
 
-def test_a_short_lease_runs_only_the_parts_asked_for_and_part_1_compares_every_mask(tmp_path):
-    """Part 1 as the whole check runs it, in its own process (the whole-check test below leaves it out)."""
-    proc = run_script('gpu_check.py', f'--record_root={tmp_path / "records"}', '--parts=correctness,cache')
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+def test_a_short_lease_runs_only_the_parts_asked_for_and_part_1_compares_every_mask(tmp_path, monkeypatch, capsys):
+    """Part 1 as the whole check runs it, in its own process (the whole-check test below leaves it out); the check
+    itself in this process."""
+    code = in_process(tmp_path, monkeypatch, f'--record_root={tmp_path / "records"}', '--parts=correctness,cache')
+    stdout = capsys.readouterr().out
+    assert code == 0, stdout[-3000:]
     lines, figures = read_record(only_record(tmp_path / 'records'))
     assert [r['part'] for r in figures if 'outcome' in r] == ['correctness', 'cache']
-    assert proc.stdout.splitlines()[-1].startswith('gpu_check: 2 of 2 parts passed')
+    assert stdout.splitlines()[-1].startswith('gpu_check: 2 of 2 parts passed')
     # ar / dar / vm2s / mlm / mdlm / gvp at two lengths in float32, at the longer one in bf16 too: flex forward (no
     # CPU backward) against SDPA's math kernel in IEEE float32; in bf16 against SDPA's own bf16 kernels, named
     objectives = ('ar', 'dar', 'vm2s', 'mlm', 'mdlm', 'gvp')
@@ -72,14 +76,16 @@ def test_correctness_catches_a_wrong_kernel(tmp_path, monkeypatch):
 
 
 @pytest.mark.long
-def test_the_whole_check_runs_on_a_cpu_whatever_its_speed(tmp_path, tiny_corpus):
+def test_the_whole_check_runs_on_a_cpu_whatever_its_speed(tmp_path, tiny_corpus, monkeypatch, capsys):
     """Every part at toy sizes, in order, each line in the record as it finished (part 1 is the short lease's test);
     part 4 trains vm_pile and dar_pile under torchrun (one gloo process), evaluates, checkpoints and resumes them to
     the step asked for. A CPU reports a part's time against its limit, not cut at it: with limits a millionth of the
-    GPU's, every part runs past its own and still passes."""
-    proc = run_script('gpu_check.py', f'--record_root={tmp_path / "records"}', f'--dataset={tiny_corpus}',
+    GPU's, every part runs past its own and still passes. The check in this process; the commands it starts in
+    their own."""
+    code = in_process(tmp_path, monkeypatch, f'--record_root={tmp_path / "records"}', f'--dataset={tiny_corpus}',
                       '--parts=environment,attention,speed,command,cache', '--limit_scale=1e-6')
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    stdout = capsys.readouterr().out
+    assert code == 0, stdout[-3000:]
     record = only_record(tmp_path / 'records')
     assert os.path.basename(record).startswith('cpu-')  # a record under the CPU's name
     lines, figures = read_record(record)
@@ -98,7 +104,7 @@ def test_the_whole_check_runs_on_a_cpu_whatever_its_speed(tmp_path, tiny_corpus)
     for r in commands.values():
         assert list(r['val_loss']) == ['3', '6', '8']  # evaluated every 3 steps, resumed from 6 to 8
         assert r['recompiles'] == 0 and r['graph_breaks'] == 0 and r['nccl'] == 'gloo'
-    assert proc.stdout.splitlines()[-1].startswith('gpu_check: 5 of 5 parts passed on CPU')
+    assert stdout.splitlines()[-1].startswith('gpu_check: 5 of 5 parts passed on CPU')
     assert sorted(os.listdir(os.path.join(record, 'logs'))) == sorted(
         ['p4.log', 'p5.log', 'vm_pile.log', 'vm_pile-resume.log', 'dar_pile.log', 'dar_pile-resume.log'])
 

@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from conftest import one_error_line, run_script, script_error
+from conftest import one_error_line, run_in_process, run_script, script_error
 from configurator import UsageError
 from data import glue_tasks as gt
 from data.glue import prepare_probing as pp
@@ -134,11 +134,11 @@ def test_missing_corpus_is_one_line_naming_the_prepare_command(tmp_path, data_di
                    "python data/shakespeare/prepare.py --tokenizer=bytes")
 
 
-def test_script_writes_the_layout_eval_glue_reads(tmp_path, data_dir):
-    result = run_script("data/glue/prepare_probing.py", f"--data_dir={data_dir}", f"--out_dir={tmp_path}",
-                        "--train_size=40", "--dev_size=20")
-    assert result.returncode == 0, result.stderr
-    assert "majority 25.0%" in result.stdout  # play: 4 balanced labels
+def test_script_writes_the_layout_eval_glue_reads(tmp_path, data_dir, capsys):
+    """In this process (the command line's one-line printing is the missing-corpus test's)."""
+    run_in_process("data/glue/prepare_probing.py", f"--data_dir={data_dir}", f"--out_dir={tmp_path}",
+                   "--train_size=40", "--dev_size=20")
+    assert "majority 25.0%" in capsys.readouterr().out  # play: 4 balanced labels
     for task in gt.PROBING_TASKS:
         rows = gt.read_task(str(tmp_path), task, "dev")
         assert len(rows) == 20 and rows[0][1] is None
