@@ -51,14 +51,6 @@ def train_error(out_dir, corpus, *args):
     return message
 
 
-@pytest.fixture
-def tiny_bytes(tiny_corpus, tmp_path):
-    """The tiny corpus's ids (0-40) as a byte corpus: a 257-way head instead of GPT-2's 50,304, which was most of the
-    time of the runs below; for what does not depend on the vocabulary (resume, DDP, signals, every objective)."""
-    tokens = [np.fromfile(os.path.join(tiny_corpus, f'{split}.bin'), dtype=np.uint16) for split in ('train', 'val')]
-    return write_corpus(tmp_path / 'tiny_bytes', *tokens, 'bytes')
-
-
 def params(out_dir):
     return read_checkpoint(os.path.join(out_dir, 'ckpt_last.pt'))['model']
 
