@@ -329,7 +329,7 @@ def test_a_second_signal_exits_at_once_inside_a_long_step(tmp_path):
     it sits in one long C++ call (Python-level handlers would wait for the call to return)."""
     script = ("import sys, torch; sys.path.insert(0, '.'); from devices import stop_on_signals\n"
               "received = stop_on_signals(left_behind=lambda: 'what the files hold')\n"
-              "a = torch.randn(12000, 12000)\n"
+              "a = torch.ones(12000, 12000)\n"  # filled at memory speed (randn took a second); the product is as long
               "print('ready', flush=True)\n"
               "torch.mm(a, a)\n"  # minutes on one core
               "print('finished', received, flush=True)\n")
