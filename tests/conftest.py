@@ -77,7 +77,7 @@ def tiny_corpus(tmp_path):
 
 @pytest.fixture
 def tiny_bytes(tiny_corpus, tmp_path):
-    """The tiny corpus's ids (0-40) as a byte corpus: a 257-way head instead of GPT-2's 50,304, which is most of a
+    """The tiny corpus's ids (0-40) as a byte corpus: a head 320 wide instead of GPT-2's 50,304, which is most of a
     tiny model's time; for runs whose assertions do not depend on the vocabulary (resume, DDP, signals, ...)."""
     tokens = [np.fromfile(os.path.join(tiny_corpus, f'{split}.bin'), dtype=np.uint16) for split in ('train', 'val')]
     return write_corpus(tmp_path / 'tiny_bytes', *tokens, 'bytes')

@@ -566,7 +566,7 @@ def test_float16_trains_with_a_gradient_scaler_that_resumes(tmp_path, tiny_bytes
     """float16 underflows small gradients without loss scaling (bfloat16 does not): the scaler's state is saved, so
     a resumed run scales as the straight one does."""
     straight, out = tmp_path / 'straight', tmp_path / 'out'
-    corpus = tiny_bytes  # CPU float16 matmuls are slow: a 257-way head, not GPT-2's 50,304
+    corpus = tiny_bytes  # CPU float16 matmuls are slow: a head 320 wide, not GPT-2's 50,304
     flags = ('--dtype=float16', '--eval_interval=1', '--n_layer=1')
     train_here(straight, corpus, *flags, '--max_iters=3')
     train_here(out, corpus, *flags, '--max_iters=2')
