@@ -75,6 +75,14 @@ def tiny_corpus(tmp_path):
     return write_corpus(tmp_path / 'corpus', stream[:8000], stream[8000:])
 
 
+@pytest.fixture
+def tiny_bytes(tiny_corpus, tmp_path):
+    """The tiny corpus's ids (0-40) as a byte corpus: a head 320 wide instead of GPT-2's 50,304, which is most of a
+    tiny model's time; for runs whose assertions do not depend on the vocabulary (resume, DDP, signals, ...)."""
+    tokens = [np.fromfile(os.path.join(tiny_corpus, f'{split}.bin'), dtype=np.uint16) for split in ('train', 'val')]
+    return write_corpus(tmp_path / 'tiny_bytes', *tokens, 'bytes')
+
+
 @pytest.fixture(scope='session')
 def shakespeare_bytes(tmp_path_factory):
     """The real plays as bytes, as data/shakespeare/prepare.py --tokenizer=bytes writes them, prepared once per test

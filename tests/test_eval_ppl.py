@@ -354,7 +354,7 @@ def test_elbo_reading_covers_every_masked_kind(tmp_path, tiny_corpus, monkeypatc
     """One- and two-stream mlm / vm, and a masked objective the script has never heard of (the bound asks only
     whether an objective is masked and how many streams it has): each gets the stratified bound of
     evals/any_order.py on the same windows, ar and dar their exact left-to-right NLL, all with standard errors. On
-    the tiny corpus's ids as bytes: a 320-way head instead of GPT-2's 50,304-way, tens of times less work."""
+    the tiny corpus's ids as bytes: a head 320 wide instead of GPT-2's 50,304, tens of times less work."""
     import objectives
     from evals.any_order import score_bound
     another = dataclasses.replace(objectives.KINDS['vm'], defaults=dict(mask_ratio=(0.1, 0.9), random_order=True))

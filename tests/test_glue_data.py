@@ -8,8 +8,6 @@ import zipfile
 
 import numpy as np
 import pytest
-from scipy import stats
-from sklearn import metrics as skm
 
 from conftest import one_error_line, run_in_process, run_script, script_error, usage_error
 from configurator import UsageError
@@ -161,6 +159,8 @@ def test_unknown_task():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_metrics_match_reference(seed):
+    from scipy import stats
+    from sklearn import metrics as skm
     rng = np.random.default_rng(seed)
     n = int(rng.integers(5, 300))
     labels, preds = rng.integers(0, 2, n), rng.integers(0, 2, n)
@@ -180,6 +180,7 @@ def test_metrics_match_reference(seed):
 
 
 def test_metric_edge_cases():
+    from sklearn import metrics as skm
     assert gt.f1([0, 0, 0], [0, 0, 0]) == 0.0 == skm.f1_score([0, 0, 0], [0, 0, 0], zero_division=0)
     assert gt.f1([1, 1], [1, 1]) == 1.0
     assert gt.matthews_corrcoef([1, 1, 1, 1], [0, 1, 0, 1]) == 0.0 == skm.matthews_corrcoef([0, 1, 0, 1], [1] * 4)
@@ -189,6 +190,8 @@ def test_metric_edge_cases():
 
 
 def test_task_score():
+    from scipy import stats
+    from sklearn import metrics as skm
     labels = np.array([0, 1, 1, 0, 1, 1, 0, 0])
     preds = np.array([0, 1, 0, 0, 1, 1, 1, 0])
     mrpc = gt.task_score("mrpc", preds, labels)

@@ -52,14 +52,6 @@ def train_error(out_dir, corpus, *args):
     return message
 
 
-@pytest.fixture
-def tiny_bytes(tiny_corpus, tmp_path):
-    """The tiny corpus's ids (0-40) as a byte corpus: a 257-way head instead of GPT-2's 50,304, which was most of the
-    time of the runs below; for what does not depend on the vocabulary (resume, DDP, signals, every objective)."""
-    tokens = [np.fromfile(os.path.join(tiny_corpus, f'{split}.bin'), dtype=np.uint16) for split in ('train', 'val')]
-    return write_corpus(tmp_path / 'tiny_bytes', *tokens, 'bytes')
-
-
 def params(out_dir):
     return read_checkpoint(os.path.join(out_dir, 'ckpt_last.pt'))['model']
 
@@ -341,7 +333,7 @@ def test_a_second_signal_exits_at_once_inside_a_long_step(tmp_path):
     it sits in one long C++ call (Python-level handlers would wait for the call to return)."""
     script = ("import sys, torch; sys.path.insert(0, '.'); from devices import stop_on_signals\n"
               "received = stop_on_signals(left_behind=lambda: 'what the files hold')\n"
-              "a = torch.randn(12000, 12000)\n"
+              "a = torch.ones(12000, 12000)\n"  # filled at memory speed (randn took a second); the product is as long
               "print('ready', flush=True)\n"
               "torch.mm(a, a)\n"  # minutes on one core
               "print('finished', received, flush=True)\n")
@@ -578,7 +570,7 @@ def test_float16_trains_with_a_gradient_scaler_that_resumes(tmp_path, tiny_bytes
     """float16 underflows small gradients without loss scaling (bfloat16 does not): the scaler's state is saved, so
     a resumed run scales as the straight one does."""
     straight, out = tmp_path / 'straight', tmp_path / 'out'
-    corpus = tiny_bytes  # CPU float16 matmuls are slow: a 257-way head, not GPT-2's 50,304
+    corpus = tiny_bytes  # CPU float16 matmuls are slow: a head 320 wide, not GPT-2's 50,304
     flags = ('--dtype=float16', '--eval_interval=1', '--n_layer=1')
     train_here(straight, corpus, *flags, '--max_iters=3')
     train_here(out, corpus, *flags, '--max_iters=2')
