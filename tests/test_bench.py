@@ -16,6 +16,17 @@ TINY = ['--n_layer=1', '--n_head=2', '--n_embd=32', '--block_size=32', '--batch_
 VARIANTS = ('ar', 'dar', 'vm2s', 'mlm', 'ar_bytes', 'ar_rope', 'dar_rope', 'vm2s_rope', 'mlm_rope')
 
 
+@pytest.fixture(scope='module', autouse=True)
+def dynamo_limits_back():
+    """bench.py sets dynamo's recompile limits for itself; run here, it would leave them set for the tests this
+    process runs next."""
+    import torch._dynamo
+    config = torch._dynamo.config
+    saved = config.recompile_limit, config.fail_on_recompile_limit_hit
+    yield
+    config.recompile_limit, config.fail_on_recompile_limit_hit = saved
+
+
 @pytest.fixture(scope='module')
 def bench(tmp_path_factory, one_thread):
     """One smoke run in this process (on one thread, as run_script's), read by the tests below; what it prints, too."""
