@@ -66,7 +66,7 @@ if __name__ == '__main__':
     x = torch.arange(tokens + 1)[None]  # BOS + tokens; which tokens does not matter, only positions and groups
     for name in names:
         settings = dict(SETTINGS.get(name, {}))
-        if name == 'gvp':  # K <= tokens - 2 (objectives.gvp_error)
+        if name == 'gvp':  # K <= tokens - 2 (Objective.check)
             settings['n_groups'] = min(settings['n_groups'], tokens - 2)
         objective = Objective(name, **settings).check(tokens + 1)
         print(f"{objective.label}   (columns: positions B 1..{tokens}; '#' = may attend)")
