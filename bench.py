@@ -37,8 +37,8 @@ from checkpoint import checked_model_config
 from configurator import UsageError, check_ranges, configure, one_line_errors
 from data.text import TOKENIZERS, model_vocab_size
 from devices import (peak_flops, pick_attn_backend, pick_compile, sdpa_kernels, sdpa_with, setup_processes,
-                     step_flops, to_device)
-from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask
+                     to_device)
+from model import ModelConfig, Transformer, dense_mask, flex_attention, flex_block_mask, step_flops
 from objectives import Objective
 
 # -----------------------------------------------------------------------------

@@ -16,7 +16,6 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from configurator import UsageError
-from model import head_rows, row_limits
 
 # -----------------------------------------------------------------------------
 # processes, device, dtype
@@ -126,52 +125,8 @@ def check_memory(needed, device, what):
         raise UsageError(f"{what} needs at least {needed / 2 ** 30:.1f} GiB on {device}, {free / 2 ** 30:.1f} GiB are "
                          "free: lower block_size or batch_size (or use more gradient_accumulation_steps)")
 
-
-def step_memory(model, batch, training=True):
-    """A lower bound on the bytes one step of `batch` holds in fp32: the weights (with gradients and AdamW's two
-    moments when training), 4 activations per row and layer (a block keeps more than 10 for backward), the dense
-    boolean mask of the sdpa path, and the logits (with their log-softmax and gradient; training's text head holds
-    one chunk of rows at a time, model.chunked_loss). Scripts compare it with the free memory before allocating
-    anything, so a block size that cannot fit stops with one line."""
-    B, n_content = batch['content'].shape[:2]
-    n_query = 0 if batch['query_pos'] is None else batch['query_pos'].shape[1]
-    rows, per_row = n_content + n_query, 4 if training else 1
-    weights = 4 * sum(p.numel() for p in model.parameters()) * (4 if training else 1)
-    activations = 4 * B * rows * model.config.n_embd * model.config.n_layer * per_row
-    dense = model.config.attn_backend == 'sdpa' and not (batch['causal'] and n_query == 0 or batch['all_visible'])
-    head = model.config.vocab_size if model.config.input_kind == 'tokens' else model.config.patch_dim
-    targets = B * batch['valid'].shape[1]
-    if training and model.config.input_kind == 'tokens':
-        targets = min(targets, head_rows(model.config.vocab_size))
-    logits = 4 * targets * head * (3 if training else 1)
-    return weights + activations + (B * rows * n_content if dense else 0) + logits
-
 # -----------------------------------------------------------------------------
-# work and peaks, for MFU: attention counted by the mask's open pairs, not as dense (nanoGPT counts a causal mask
-# as dense, which overstates the work of ar by ~2x at long sequences and says nothing of two-stream masks)
-
-def open_pairs(content_groups, query_groups=None):
-    """Number of (row, key) pairs the mask opens, per sequence: the attention work a mask-aware kernel does."""
-    limits = row_limits(content_groups, query_groups)
-    keys = content_groups.sort(dim=1).values.contiguous()
-    return torch.searchsorted(keys, limits.contiguous(), right=True).sum(dim=1)
-
-
-def step_flops(model, batch):
-    """Forward+backward FLOPs of a batch: 2 per weight and row (query rows have no keys or values), 4 d per open
-    attention pair and layer, the head on target rows; backward twice forward."""
-    content_groups, query_groups = batch['content_groups'], batch['query_groups']
-    B, n_content = content_groups.shape
-    n_query = 0 if query_groups is None else query_groups.shape[1]
-    d, layers, block = model.config.n_embd, model.config.n_layer, model.blocks[0]
-    mlp = sum(p.numel() for n, p in block.mlp.named_parameters() if n.endswith('weight'))
-    content_row = block.attn.c_attn.weight.numel() + block.attn.c_proj.weight.numel() + mlp
-    query_row = content_row - 2 * d * d
-    head = d * (model.config.vocab_size if model.config.input_kind == 'tokens' else model.config.patch_dim)
-    pairs = float(open_pairs(content_groups, query_groups).sum())
-    forward = 2 * layers * B * (n_content * content_row + n_query * query_row) + 4 * layers * d * pairs \
-        + 2 * B * batch['valid'].shape[1] * head
-    return 3 * forward
+# peaks, for MFU (model.step_flops counts a step's work)
 
 # dense tensor-core peaks in TFLOP/s, most specific name first (fp32 runs use TF32, which setup_processes turns on)
 # (B200, GB200: NVIDIA's datasheets per GPU, dense, half their sparse figures)

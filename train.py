@@ -28,8 +28,8 @@ from checkpoint import (check_resume, checked_model_config, claim_run, gather_ge
                         restore_generators, save_checkpoint)
 from data.sources import image_source, text_source
 from devices import (check_device, check_memory, micro_steps, peak_flops, pick_attn_backend, pick_compile,
-                     setup_processes, step_flops, step_memory, stop_on_signals, to_device)
-from model import Transformer
+                     setup_processes, stop_on_signals, to_device)
+from model import Transformer, step_flops, step_memory
 from objectives import Objective
 from output import plot_log, progress as progress_bar
 from schedule import check_schedule, lr_at

@@ -6,9 +6,8 @@ import torch.nn.functional as F
 from checkpoint import Pretrained, load_checkpoint, save_checkpoint
 from conditioning import conditioning_sets, target_positions
 from conftest import needs_compiler, random_tokens
-from devices import open_pairs
 from data.images import patchify
-from model import ModelConfig, Transformer, dense_mask
+from model import ModelConfig, Transformer, dense_mask, open_pairs
 from objectives import PAD_GROUP, Objective, groups_from_sizes
 
 S = 11

@@ -630,7 +630,7 @@ def assert_mfu_counts_every_micro_batch_once(out_dir, run, world_size):
     """Each training line's MFU = the FLOPs of every micro-batch of every process in its window, over the window's
     seconds (read back from tokens_per_sec) times world_size peaks: one definition for any number of processes.
     The first step (it compiles) is in no window."""
-    from devices import step_flops
+    from model import step_flops
     streams = [torch.Generator().manual_seed(1337 * 1000 + k) for k in range(2)]  # train.py's, in any layout
     tokens_per_step, done = 4 * 33 * 2, 0
     for record in log(out_dir, 'train_loss'):
