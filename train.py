@@ -1,6 +1,6 @@
 r"""
-Pretrain one Transformer on text or image patches with any objective of the paper: ar, dar, mlm, vm,
-mdlm, gvp (objectives.py).
+Pretrain one Transformer, on text or image patches, with any objective of the paper
+(ar, dar, mlm, vm, mdlm, gvp: objectives.py).
 $ python train.py config/ar_shakespeare_bytes.py                          # one CPU, minutes
 $ torchrun --standalone --nproc_per_node=8 train.py config/vm_pile.py     # one node, 8 GPUs
 $ torchrun --nproc_per_node=8 --nnodes=2 --node_rank=0 --master_addr=$MASTER_ADDR \
@@ -35,7 +35,6 @@ from model import Transformer
 from output import plot_log, progress as progress_bar
 from preflight import check_training
 from schedule import lr_at
-
 
 # -----------------------------------------------------------------------------
 # default config: a small ar model on the embedded Shakespeare corpus, on CPU in minutes
@@ -174,11 +173,10 @@ raw_model = model  # for evaluation and checkpoints: its keys carry no wrapper's
 if compile:  # static shapes: every batch of a run has the same (objectives pad to fixed widths)
     model = torch.compile(model, dynamic=False)
     torch._dynamo.config.fail_on_recompile_limit_hit = True  # as bench.py: past the limit, an error
-if ddp:  # around the compiled module, as PyTorch advises: dynamo splits its graph at DDP's buckets,
-    # whose all-reduces then overlap the backward (DDPOptimizer)
+if ddp:  # around the compiled module, as PyTorch advises: the bucket all-reduces overlap backward
     model = DDP(model, device_ids=[local_rank] if device_type == 'cuda' else None)
 
-def recompile_guard(compiled_once):  # then another shape is an error, not minutes of compiling
+def recompile_guard(compiled_once):  # once compiled, another shape is an error, not a recompile
     return torch.compiler.set_stance('fail_on_recompile') if compiled_once else nullcontext()
 
 # -----------------------------------------------------------------------------
@@ -222,8 +220,8 @@ def stop_on_nan(value, where):
                          "learning_rate or raise warmup_iters and start again with "
                          "--overwrite=True (a resumed run keeps the schedule)")
 
-def write_log(record):  # log.jsonl: a training line every log_interval steps, an evaluation line
-    if master:          # every eval_interval
+def write_log(record):  # a line of log.jsonl, written by rank 0
+    if master:
         with open(log_path, 'a') as f:
             f.write(json.dumps(record) + '\n')
 
