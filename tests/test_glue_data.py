@@ -9,7 +9,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from conftest import one_error_line, run_in_process, run_script, script_error, usage_error
+from conftest import one_error_line, one_line_error, run_in_process, run_script, script_error, usage_error
 from configurator import UsageError
 from data import glue_tasks as gt
 from data import fetch
@@ -24,14 +24,6 @@ PROBING_FIXTURES = os.path.join(FIXTURES, "probing")
 def fixture_dir(task):
     spec = gt.ALL_TASKS[task]
     return PROBING_FIXTURES if spec.probing else OFFLINE_FIXTURES if spec.offline else FIXTURES
-
-
-def one_line_error(call, *fragments, error=ValueError):
-    """call() raises `error` with a message of one line that holds every fragment."""
-    with pytest.raises(error) as excinfo:
-        call()
-    message = str(excinfo.value)
-    assert "\n" not in message and all(fragment in message for fragment in fragments), message
 
 # -----------------------------------------------------------------------------
 # fixtures read as the official files are laid out
