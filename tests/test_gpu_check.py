@@ -186,7 +186,8 @@ def test_bad_input_is_one_line(tmp_path, monkeypatch):
     one_error_line(run_script('gpu_check.py', f'--record_root={tmp_path / "a_file"}'), 'record_root')
     monkeypatch.setenv('TORCHINDUCTOR_CACHE_DIR', str(tmp_path / 'cache'))  # the check's default is the repo's
     for flag, keys in (  # the value given, and the choices
-            ('--part=timing', ("'timing'", "'correctness'")), ('--device=cuda', ("'cuda'", "'auto'", "'cpu'")),
+            ('--part=timing', ("'timing'", "'correctness'")),
+            ('--device=cuda', ("'cuda'", "'auto'", "'cpu'")),
             ('--parts=environment,timing', ("'environment,timing'", "'all'", 'correctness'))):
         message = script_error('gpu_check.py', flag)
         assert all(key in message for key in keys), message
