@@ -410,8 +410,9 @@ def test_the_judge_is_checked_with_its_corpus_and_output_before_any_sampling(tmp
     (tmp_path / 'a_file').write_text('')
     for judge_out, fix in ((tmp_path / 'a_file' / 'quality.json', str(tmp_path / 'a_file')),
                            (tmp_path, f"--judge_out={tmp_path / 'quality.json'}")):
-        message = script_error('sample.py', f'--ckpt={sampled}', '--max_new_tokens=16', f'--judge={judge}',
-                               f'--judge_dataset={corpus}', f'--judge_out={judge_out}')
+        message = script_error('sample.py', f'--ckpt={sampled}', '--max_new_tokens=16',
+                               f'--judge={judge}', f'--judge_dataset={corpus}',
+                               f'--judge_out={judge_out}')
         assert f'--judge_out={judge_out}' in message and fix in message, message
     assert '---------- sample' not in capsys.readouterr().out
     # one sample has no standard error: none is printed
