@@ -343,14 +343,14 @@ def test_a_corpus_that_is_not_prepared_names_the_command_that_prepares_it(tmp_pa
     for args in (['--dataset=nope'], [f'--dataset={byte_corpus}', '--baseline_dataset=nope']):
         message = script_error('eval_ppl.py', f'--ckpt={byte_path}', *args, out, '--overwrite=True')
         assert 'nope' in message and 'data/prepare.py --input=' in message, message
-        assert '--tokenizer=bytes' in message and 'holds' not in message, message
+        assert '--tokenizer=bytes' in message and "'gpt2'" not in message, message  # holds none
     assert not (tmp_path / 'out').exists()
     # an own corpus evaluated without --dataset: the default corpus, data/shakespeare, for a byte-level model
     prepared = os.path.exists(os.path.join(ROOT, 'data', 'shakespeare', 'meta.json'))
     message = usage_error('eval_ppl.py', f'--ckpt={byte_path}', out)
-    assert all(fragment in message for fragment in ('holds' if prepared else 'is not prepared',
-                                                    '--dataset=shakespeare_bytes',
-                                                    'python data/shakespeare/prepare.py --tokenizer=bytes')), message
+    keys = ('--dataset=shakespeare_bytes', 'python data/shakespeare/prepare.py --tokenizer=bytes')
+    assert all(key in message for key in keys), message
+    assert ("'gpt2'" in message) == prepared, message  # the tokens it holds, where it holds any
 
 
 # -----------------------------------------------------------------------------
