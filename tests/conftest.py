@@ -164,8 +164,8 @@ def usage_error(script, *args):
 
 
 def one_line_error(call, *keys, error=ValueError):
-    """call() raises `error` with a message of one line naming every key (the flag, file, command or value the
-    error is about: what a user acts on, not the sentence around it): -> the message."""
+    """call() raises `error` with a message of one line naming every key (the flag, file, command or
+    value the error is about: what a user acts on, not the sentence around it): -> the message."""
     with pytest.raises(error) as excinfo:
         call()
     message = str(excinfo.value)

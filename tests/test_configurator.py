@@ -37,15 +37,16 @@ def test_auto_keys_take_values_of_any_type_and_typed_keys_do_not():
     assert config == {'compile': False, 'device': 'cuda:1', 'batch_size': 12, 'learning_rate': 1.0}
     with pytest.raises(ValueError) as error:
         configure(config, ['--batch_size=1.5'])
-    assert all(fragment in str(error.value) for fragment in ("'batch_size'", 'int', '1.5')), error.value
+    message = str(error.value)  # the key, its type and the value given
+    assert all(fragment in message for fragment in ("'batch_size'", 'int', '1.5')), message
 
 # -----------------------------------------------------------------------------
 # every script, every 'auto' key: natural values accepted, wrong ones refused by name
 
 
 def script_args(script, tmp_path):
-    """Flags that take a script past its device checks to a known later stop: -> (flags, what that stop's message
-    names: the command, flag or path that fixes it)."""
+    """Flags that take a script past its device checks to a known later stop: -> (flags, what that
+    stop's message names: the command, flag or path that fixes it)."""
     return {
         'train.py': ([f'--dataset={tmp_path / "nowhere"}', f'--out_dir={tmp_path / "out"}'],
                      f'data/prepare.py --input=YOUR_FILES --out_dir={tmp_path / "nowhere"}'),
@@ -98,7 +99,7 @@ def test_a_cuda_device_this_machine_lacks_says_what_to_use(tmp_path, script):
     args, _ = script_args(script, tmp_path)
     missing = torch.cuda.device_count()
     message = script_error(script, *args, f'--device=cuda:{missing}', '--progress=False')
-    assert f"'cuda:{missing}'" in message and '--device=cpu' in message, message  # the device given, the one to use
+    assert f"'cuda:{missing}'" in message and '--device=cpu' in message, message  # given; to use
 
 # -----------------------------------------------------------------------------
 # numeric keys: one line naming the key and its range, before any work
@@ -221,7 +222,7 @@ def test_help_keeps_a_command_continued_with_a_backslash_on_two_lines(capsys, sc
 
 def test_a_config_file_that_does_not_parse_or_raises_is_one_line(tmp_path):
     """A UsageError of one line (printed as train.py's test_an_out_of_range_value_is_one_line_for_the_user shows)."""
-    for text, expected in (('n_layer = (\n', ('line 1',)),  # the file, the line, what Python said of it
+    for text, expected in (('n_layer = (\n', ('line 1',)),  # the file, line, what Python said
                            ('batch_size = 8\nn_layer = 1 / 0\n', ('line 2', 'ZeroDivisionError'))):
         path = tmp_path / 'broken.py'
         path.write_text(text)
