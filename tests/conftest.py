@@ -163,6 +163,16 @@ def usage_error(script, *args):
     return message
 
 
+def one_line_error(call, *keys, error=ValueError):
+    """call() raises `error` with a message of one line naming every key (the flag, file, command or
+    value the error is about: what a user acts on, not the sentence around it): -> the message."""
+    with pytest.raises(error) as excinfo:
+        call()
+    message = str(excinfo.value)
+    assert "\n" not in message and all(key in message for key in keys), message
+    return message
+
+
 def write_curves_record(root, curves, **settings):
     """A data-constrained record as data_constrained.sh leaves it, evaluated every 100 steps: settings.json (these
     settings over small defaults) and runs/SIZE/ARM/SEED/log.jsonl; curves: {(size, arm): {seed: nll array}}."""

@@ -25,32 +25,37 @@ def test_ranges_hold_at_their_boundaries():
                  {'a': '[1, inf)', 'b': '(0, 1)', 'c': '[0, 1]', 'd': '[1, inf)', 'e': '[4, inf)'})
     for value, interval in [(0, '[1, inf)'), (0.0, '(0, 1)'), (1.0, '(0, 1)'), (1.0001, '[0, 1]'), (-1, '[0, 1]'),
                             (math.inf, '[0, inf)'), ((4, 3), '[4, inf)')]:
-        with pytest.raises(ValueError, match=r"'key' must lie in " + interval.replace('(', r'\(').replace(')', r'\)')
-                           .replace('[', r'\[').replace(']', r'\]')):
+        with pytest.raises(ValueError) as error:
             check_ranges({'key': value}, {'key': interval})
+        message = str(error.value)  # the key, its range and the value given
+        assert all(fragment in message for fragment in ("'key'", interval, repr(value))), message
 
 
 def test_auto_keys_take_values_of_any_type_and_typed_keys_do_not():
     config = {'compile': 'auto', 'device': 'auto', 'batch_size': 12, 'learning_rate': 1e-3}
     configure(config, ['--compile=False', '--device=cuda:1', '--learning_rate=1'])
     assert config == {'compile': False, 'device': 'cuda:1', 'batch_size': 12, 'learning_rate': 1.0}
-    with pytest.raises(ValueError, match="'batch_size' must be int"):
+    with pytest.raises(ValueError) as error:
         configure(config, ['--batch_size=1.5'])
+    message = str(error.value)  # the key, its type and the value given
+    assert all(fragment in message for fragment in ("'batch_size'", 'int', '1.5')), message
 
 # -----------------------------------------------------------------------------
 # every script, every 'auto' key: natural values accepted, wrong ones refused by name
 
 
 def script_args(script, tmp_path):
-    """Flags that take a script past its device checks to a known later stop: -> (flags, message of that stop)."""
+    """Flags that take a script past its device checks to a known later stop: -> (flags, what that
+    stop's message names: the command, flag or path that fixes it)."""
     return {
-        'train.py': ([f'--dataset={tmp_path / "nowhere"}', f'--out_dir={tmp_path / "out"}'], 'prepare'),
-        'eval_ppl.py': ([], 'no checkpoint given'),
-        'eval_vision.py': ([], 'no checkpoint given'),
+        'train.py': ([f'--dataset={tmp_path / "nowhere"}', f'--out_dir={tmp_path / "out"}'],
+                     f'data/prepare.py --input=YOUR_FILES --out_dir={tmp_path / "nowhere"}'),
+        'eval_ppl.py': ([], '--ckpt='),
+        'eval_vision.py': ([], '--ckpt='),
         'eval_glue.py': ([f'--ckpt={tmp_path / "x.pt"}', f'--glue_dir={tmp_path / "nowhere"}', '--tasks=rte',
                           '--dropout=0'],  # flex has no attention dropout: with the default 0.1 it is refused
-                         'rte: no folder'),
-        'bench.py': (['--backends=flex'], 'FlexAttention has no CPU backward'),
+                         f'data/glue/prepare.py --tasks=rte --out_dir={tmp_path / "nowhere"}'),
+        'bench.py': (['--backends=flex'], '--backends=sdpa'),
     }[script]
 
 
@@ -94,34 +99,33 @@ def test_a_cuda_device_this_machine_lacks_says_what_to_use(tmp_path, script):
     args, _ = script_args(script, tmp_path)
     missing = torch.cuda.device_count()
     message = script_error(script, *args, f'--device=cuda:{missing}', '--progress=False')
-    expected = 'sees no CUDA GPU' if missing == 0 else f'this machine has {missing} CUDA GPU(s)'
-    assert expected in message and '--device=cpu' in message
+    assert f"'cuda:{missing}'" in message and '--device=cpu' in message, message  # given; to use
 
 # -----------------------------------------------------------------------------
 # numeric keys: one line naming the key and its range, before any work
 
 
-@pytest.mark.parametrize('script,flag,expected', [
-    ('eval_ppl.py', '--batch_size=0', "'batch_size' must lie in [1, inf), got 0"),
-    ('eval_ppl.py', '--rows_per_pass=0', "'rows_per_pass' must lie in [1, inf)"),
-    ('eval_ppl.py', '--max_tokens=-1', "'max_tokens' must lie in [0, inf)"),
-    ('eval_vision.py', '--recon_ratio=1.0', "'recon_ratio' must lie in (0, 1)"),
-    ('eval_vision.py', '--layer_decay=0', "'layer_decay' must lie in (0, 1]"),
-    ('eval_vision.py', '--epochs=0', "'epochs' must lie in [1, inf)"),
-    ('eval_glue.py', '--warmup_frac=1.5', "'warmup_frac' must lie in [0, 1]"),
-    ('eval_glue.py', '--dropout=1.0', "'dropout' must lie in [0, 1)"),
-    ('eval_glue.py', '--seeds=(0,-1)', "'seeds' must lie in [0, inf), got (0, -1)"),
-    ('eval_glue.py', '--max_len=1', "'max_len' must lie in [2, inf)"),
-    ('bench.py', '--steps=0', "'steps' must lie in [1, inf)"),
-    ('bench.py', '--warmup=-1', "'warmup' must lie in [0, inf)"),
-    ('bench.py', '--seq_lens=(2,)', "'seq_lens' must lie in [4, inf)"),
-    ('train.py', '--eval_iters=0', "'eval_iters' must lie in [1, inf)"),
+@pytest.mark.parametrize('script,flag,keys', [  # the key and its range
+    ('eval_ppl.py', '--batch_size=0', ('batch_size', '[1, inf)')),
+    ('eval_ppl.py', '--rows_per_pass=0', ('rows_per_pass', '[1, inf)')),
+    ('eval_ppl.py', '--max_tokens=-1', ('max_tokens', '[0, inf)')),
+    ('eval_vision.py', '--recon_ratio=1.0', ('recon_ratio', '(0, 1)')),
+    ('eval_vision.py', '--layer_decay=0', ('layer_decay', '(0, 1]')),
+    ('eval_vision.py', '--epochs=0', ('epochs', '[1, inf)')),
+    ('eval_glue.py', '--warmup_frac=1.5', ('warmup_frac', '[0, 1]')),
+    ('eval_glue.py', '--dropout=1.0', ('dropout', '[0, 1)')),
+    ('eval_glue.py', '--seeds=(0,-1)', ('seeds', '[0, inf)', '(0, -1)')),
+    ('eval_glue.py', '--max_len=1', ('max_len', '[2, inf)')),
+    ('bench.py', '--steps=0', ('steps', '[1, inf)')),
+    ('bench.py', '--warmup=-1', ('warmup', '[0, inf)')),
+    ('bench.py', '--seq_lens=(2,)', ('seq_lens', '[4, inf)')),
+    ('train.py', '--eval_iters=0', ('eval_iters', '[1, inf)')),
 ])
-def test_out_of_range_values_name_the_key_and_range(tmp_path, script, flag, expected):
+def test_out_of_range_values_name_the_key_and_range(tmp_path, script, flag, keys):
     args = [f'--ckpt={tmp_path / "x.pt"}', '--tasks=rte', f'--glue_dir={FIXTURES_GLUE}'] if script == 'eval_glue.py' \
         else []
     message = script_error(script, *args, flag, f'--out_dir={tmp_path / "out"}', '--progress=False')
-    assert expected in message, message
+    assert all(key in message for key in keys), message
     assert not (tmp_path / 'out').exists()
 
 # -----------------------------------------------------------------------------
@@ -218,12 +222,12 @@ def test_help_keeps_a_command_continued_with_a_backslash_on_two_lines(capsys, sc
 
 def test_a_config_file_that_does_not_parse_or_raises_is_one_line(tmp_path):
     """A UsageError of one line (printed as train.py's test_an_out_of_range_value_is_one_line_for_the_user shows)."""
-    for text, expected in (('n_layer = (\n', 'line 1'),
-                           ('batch_size = 8\nn_layer = 1 / 0\n', 'line 2: ZeroDivisionError')):
+    for text, expected in (('n_layer = (\n', ('line 1',)),  # the file, line, what Python said
+                           ('batch_size = 8\nn_layer = 1 / 0\n', ('line 2', 'ZeroDivisionError'))):
         path = tmp_path / 'broken.py'
         path.write_text(text)
         message = usage_error('train.py', str(path))
-        assert f'config file {path}, {expected}' in message and 'fix the file' in message, message
+        assert str(path) in message and all(key in message for key in expected), message
 
 
 @pytest.mark.parametrize('local_rank', ['0', '1'])
@@ -263,7 +267,7 @@ def test_constants_are_not_settings():
     """UPPER_CASE globals (a URL, a list of class names) are a script's constants: no override reaches them, and
     --help does not list them; a one-letter setting such as theory.py's T still is one."""
     config = {'learning_rate': 1e-3, 'GLUE_URL': 'https://example.org', 'T': 2}
-    with pytest.raises(ValueError, match="unknown config key 'GLUE_URL'"):
+    with pytest.raises(ValueError, match="'GLUE_URL'"):
         configure(config, ['--GLUE_URL=https://elsewhere.org'])
     configure(config, ['--T=3', '--learning_rate=2e-3'])
     assert config == {'learning_rate': 2e-3, 'GLUE_URL': 'https://example.org', 'T': 3}

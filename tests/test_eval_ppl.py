@@ -98,7 +98,7 @@ def test_eval_style_follows_the_training_config():
     assert prefix_style(dict(objective='gvp', two_stream=None)) == 'groups'
     assert prefix_style(dict(objective='mlm', two_stream=True)) == 'masked_two_stream'
     assert prefix_style(dict(objective='vm', two_stream=False)) == 'bert'
-    with pytest.raises(ValueError, match='unknown objective'):
+    with pytest.raises(ValueError, match='clm'):
         prefix_style(dict(objective='clm'))
 
 # -----------------------------------------------------------------------------
@@ -193,7 +193,7 @@ def test_buckets_partition_k():
     assert [(b['k_first'], b['k_last']) for b in table] == [(0, 0), (1, 3), (4, 9)]
     assert sum(b['nll_sum'] for b in table) == nll_sum.sum() and table[1]['nll'] == pytest.approx(6 / 9)
     for edges in [(1, 2, 4), (0, 4, 2), (0, 0.5), ()]:  # must start at 0 and increase
-        with pytest.raises(ValueError, match='buckets must'):
+        with pytest.raises(ValueError, match='--buckets='):
             bucket_table(nll_sum, count, edges)
 
 
@@ -216,11 +216,15 @@ def bad_vocab_corpus(tmp_path):
     return folder
 
 
-@pytest.mark.parametrize('case,expected', [
-    ('missing', 'does not exist'), ('not_a_checkpoint', 'not a lookaround checkpoint'),
-    ('meta_vocab', 'vocab mismatch'), ('token_id', "vocab_size=64"), ('too_long', 'longer than'),
-    ('image', 'not a text model'), ('bert_future', "bert_future must be 'invisible' or 'mask', got 'visible'")])
-def test_bad_input_gives_one_line(tmp_path, tiny_corpus, case, expected):
+@pytest.mark.parametrize('case,keys', [  # what each line names: the file, the flag, the value given
+    ('missing', ('{tmp_path}/nope.pt', '--ckpt')),
+    ('not_a_checkpoint', ('{tmp_path}/other.pt', 'model_config')),
+    ('meta_vocab', ('{tmp_path}/other_vocab', '32000')),
+    ('token_id', ('{tmp_path}/small.pt', 'vocab_size=64')),
+    ('too_long', ('block_size=34', '--block_size=33')),
+    ('image', ('{tmp_path}/img.pt', "input_kind='patches'")),
+    ('bert_future', ("'visible'", '--bert_future=mask'))])
+def test_bad_input_gives_one_line(tmp_path, tiny_corpus, case, keys):
     ckpt, _ = make_checkpoint(tmp_path / 'ar.pt', 'ar')
     args = [f'--ckpt={ckpt}', f'--dataset={tiny_corpus}']
     if case == 'missing':
@@ -238,13 +242,15 @@ def test_bad_input_gives_one_line(tmp_path, tiny_corpus, case, expected):
         args[0] = f'--ckpt={make_checkpoint(tmp_path / "img.pt", "vm", input_kind="patches")[0]}'
     elif case == 'bert_future':
         args.append('--bert_future=visible')
+    keys = [key.format(tmp_path=tmp_path) for key in keys]
     if case == 'missing':  # as a user sees it: exit code 1 and one line on stderr
         result = run_script('eval_ppl.py', *args, f'--out_dir={tmp_path}/out')
         lines = result.stderr.strip().splitlines()
         assert result.returncode == 1 and len(lines) == 1, result.stderr
-        assert lines[0].startswith('eval_ppl.py: error:') and expected in lines[0]
+        assert lines[0].startswith('eval_ppl.py: error:') and all(key in lines[0] for key in keys)
     else:  # the same refusal, a UsageError of one line, in this process (printed as the case above shows)
-        assert expected in usage_error('eval_ppl.py', *args, f'--out_dir={tmp_path}/out')
+        message = usage_error('eval_ppl.py', *args, f'--out_dir={tmp_path}/out')
+        assert all(key in message for key in keys), message
     assert not (tmp_path / 'out').exists()
 
 
@@ -321,10 +327,11 @@ def test_baselines_sit_in_the_table_and_tokenizers_do_not_mix(tmp_path, tiny_cor
     assert {row['series'] for row in csv.DictReader(open(out / 'ppl_by_k.csv'))} == {'ar', '(unigram)', '(bigram)'}
     # a byte-level checkpoint cannot read GPT-2 ids, nor be scored next to a GPT-2 one
     byte_path, _ = make_checkpoint(tmp_path / 'bytes.pt', 'ar', tokenizer='bytes', vocab_size=320)
-    assert "holds 'gpt2' tokens but the model reads 'bytes' tokens" in usage_error(
-        'eval_ppl.py', f'--ckpt={byte_path}', f'--dataset={tiny_corpus}')
-    message = usage_error('eval_ppl.py', f'--ckpt={byte_path}', f'--ckpt={ar_path}', f'--dataset={tiny_corpus}')
-    assert 'read different tokens' in message and "in a run of its own" in message, message
+    message = usage_error('eval_ppl.py', f'--ckpt={byte_path}', f'--dataset={tiny_corpus}')
+    assert all(key in message for key in (tiny_corpus, "'gpt2'", "'bytes'", '--dataset=')), message
+    message = usage_error('eval_ppl.py', f'--ckpt={byte_path}', f'--ckpt={ar_path}',
+                          f'--dataset={tiny_corpus}')  # each checkpoint's tokens
+    assert all(key in message for key in ('bytes', 'gpt2')), message
 
 
 def test_a_corpus_that_is_not_prepared_names_the_command_that_prepares_it(tmp_path, tiny_corpus):
@@ -335,15 +342,15 @@ def test_a_corpus_that_is_not_prepared_names_the_command_that_prepares_it(tmp_pa
     out = f'--out_dir={tmp_path / "out"}'
     for args in (['--dataset=nope'], [f'--dataset={byte_corpus}', '--baseline_dataset=nope']):
         message = script_error('eval_ppl.py', f'--ckpt={byte_path}', *args, out, '--overwrite=True')
-        assert 'nope is not prepared' in message and 'data/prepare.py --input=' in message, message
-        assert '--tokenizer=bytes' in message and 'holds' not in message, message
+        assert 'nope' in message and 'data/prepare.py --input=' in message, message
+        assert '--tokenizer=bytes' in message and "'gpt2'" not in message, message  # holds none
     assert not (tmp_path / 'out').exists()
     # an own corpus evaluated without --dataset: the default corpus, data/shakespeare, for a byte-level model
     prepared = os.path.exists(os.path.join(ROOT, 'data', 'shakespeare', 'meta.json'))
     message = usage_error('eval_ppl.py', f'--ckpt={byte_path}', out)
-    assert all(fragment in message for fragment in ('holds' if prepared else 'is not prepared',
-                                                    '--dataset=shakespeare_bytes',
-                                                    'python data/shakespeare/prepare.py --tokenizer=bytes')), message
+    keys = ('--dataset=shakespeare_bytes', 'python data/shakespeare/prepare.py --tokenizer=bytes')
+    assert all(key in message for key in keys), message
+    assert ("'gpt2'" in message) == prepared, message  # the tokens it holds, where it holds any
 
 
 # -----------------------------------------------------------------------------
@@ -398,8 +405,9 @@ def test_elbo_reading_covers_every_masked_kind(tmp_path, tiny_corpus, monkeypatc
 
 def test_elbo_reading_rejects_an_unknown_reading(tmp_path, tiny_corpus):
     ckpt, _ = make_checkpoint(tmp_path / 'mlm.pt', 'mlm')
-    assert "reading must be 'prefix'" in script_error('eval_ppl.py', f'--ckpt={ckpt}', f'--dataset={tiny_corpus}',
-                                                      '--reading=bound')
+    message = script_error('eval_ppl.py', f'--ckpt={ckpt}', f'--dataset={tiny_corpus}',
+                           '--reading=bound')  # the value given, and the choices
+    assert all(key in message for key in ("'bound'", "'prefix'", "'elbo'")), message
 
 # -----------------------------------------------------------------------------
 # out_dir: a second run never silently replaces the first; the configs' CPU-sized default
@@ -420,8 +428,9 @@ def test_a_second_run_into_an_out_dir_is_refused_unless_overwrite(tmp_path, tiny
     assert "5 windows of 33 = 160 scored targets (of the split's 62 windows, 1,984 targets" in stdout
     written = {name: (out / name).read_bytes() for name in ('summary.json', 'ppl_by_k.png', 'ppl_by_k.csv')}
     message = usage_error('eval_ppl.py', f'--ckpt={mlm_path}', '--reading=elbo', *common)
-    assert f'{out} already holds summary.json, ppl_by_k.png, ppl_by_k.csv' in message, message
-    assert '--overwrite=True' in message and capfd.readouterr().out == ''  # refused before any scoring
+    files = ('summary.json', 'ppl_by_k.png', 'ppl_by_k.csv')
+    assert all(key in message for key in (str(out), *files, '--overwrite=True')), message
+    assert capfd.readouterr().out == ''  # refused before any scoring
     assert {name: (out / name).read_bytes() for name in written} == written
     run_in_process('eval_ppl.py', f'--ckpt={mlm_path}', '--names=mlm', '--reading=elbo', '--progress=False',
                    *common, '--overwrite=True')
@@ -429,8 +438,9 @@ def test_a_second_run_into_an_out_dir_is_refused_unless_overwrite(tmp_path, tiny
     summary = json.loads((out / 'summary.json').read_text())
     assert summary['reading'] == 'elbo' and [run['name'] for run in summary['checkpoints']] == ['mlm']
     (tmp_path / 'a_file').write_text('')
-    assert 'is a file, not a folder' in script_error('eval_ppl.py', f'--ckpt={ar_path}', *common[:3],
-                                                     f'--out_dir={tmp_path / "a_file"}')
+    message = script_error('eval_ppl.py', f'--ckpt={ar_path}', *common[:3],
+                           f'--out_dir={tmp_path / "a_file"}')
+    assert str(tmp_path / 'a_file') in message and '--out_dir' in message, message
 
 
 def test_a_training_runs_out_dir_is_refused(tmp_path, tiny_corpus):
@@ -441,7 +451,7 @@ def test_a_training_runs_out_dir_is_refused(tmp_path, tiny_corpus):
     for overwrite in ('False', 'True'):
         message = script_error('eval_ppl.py', f'--ckpt={ckpt}', f'--dataset={tiny_corpus}', f'--out_dir={run}',
                                f'--overwrite={overwrite}')
-        assert 'holds a training run' in message and '--out_dir' in message, message
+        assert all(key in message for key in (str(run), 'log.jsonl', '--out_dir')), message
     assert sorted(os.listdir(run)) == ['ckpt_best.pt', 'log.jsonl']
 
 

@@ -214,15 +214,16 @@ def test_bad_input_is_one_line(tmp_path):
                    'eval_vision.py: error: ', '3-channel', '1-channel', '--dataset')
     refused = lambda *args: usage_error('eval_vision.py', *args)  # noqa: E731
     message = refused(f'--ckpt={grey}', '--image_size=32')
-    assert 'trained at 28 px' in message and '--image_size' in message, message
+    assert all(key in message for key in ('image_size=32', grey, '28', '--image_size')), message
     text, _ = make_checkpoint(tmp_path / 'text.pt', objective='ar')
     message = refused(f'--ckpt={text}')
-    assert 'is a text model' in message and "input_kind='patches'" in message, message
+    assert text in message and "input_kind='patches'" in message, message
     # pooling='cls' passes the entry check without a kept mask (the next check, lpips_net's, is the one that stops)
     rgb, _ = make_checkpoint(tmp_path / 'rgb.pt', objective='ar', input_kind='patches', channels=3)
     rgb_set = f"--dataset=imagefolder:{tmp_path / 'rgb'}"
-    assert 'lpips_net must be one of' in refused(f'--ckpt={rgb}', rgb_set, '--task=recon', '--pooling=cls',
-                                                 '--keep_mask=False', '--lpips_net=none')
+    message = refused(f'--ckpt={rgb}', rgb_set, '--task=recon', '--pooling=cls',
+                      '--keep_mask=False', '--lpips_net=none')
+    assert 'lpips_net' in message and "'none'" in message and 'alex' in message, message
     assert 'pooling must be' in refused(f'--ckpt={rgb}', rgb_set, '--pooling=max')
 
 
@@ -304,17 +305,19 @@ def test_a_task_again_into_its_out_dir_is_refused_unless_overwrite(tmp_path, mni
     assert '\r' not in stderr and '\x1b' not in stderr and 'encode train: 40/40 images' in stderr
     table = (out / 'linprobe.md').read_text()
     message = usage_error(*args, '--progress=False')
-    assert f'{out} already holds linprobe.md, linprobe.csv' in message and '--overwrite=True' in message, message
+    keys = (str(out), 'linprobe.md', 'linprobe.csv', '--overwrite=True')
+    assert all(key in message for key in keys), message
     assert capfd.readouterr().out == '' and (out / 'linprobe.md').read_text() == table  # refused before any work
     run_in_process(*args, '--progress=False', '--overwrite=True', '--names=again')
     assert '| again |' in (out / 'linprobe.md').read_text()
     (out / 'recon_other.png').write_bytes(b'')
     message = usage_error(*args, '--task=recon')
-    assert 'already holds recon_other.png' in message and '--overwrite=True' in message, message
+    assert 'recon_other.png' in message and '--overwrite=True' in message, message
     run = tmp_path / 'out-dar'  # a training run's out_dir: refused, --overwrite=True or not, its files kept as they are
     run.mkdir()
     (run / 'log.jsonl').write_text('{}\n')
-    assert 'holds a training run' in script_error(*args[:-1], f'--out_dir={run}', '--overwrite=True')
+    message = script_error(*args[:-1], f'--out_dir={run}', '--overwrite=True')
+    assert all(key in message for key in (str(run), 'log.jsonl', '--out_dir')), message
     assert os.listdir(run) == ['log.jsonl']
 
 # -----------------------------------------------------------------------------

@@ -75,10 +75,11 @@ def test_the_committed_record_regenerates_byte_for_byte(tmp_path):
 def test_script_refuses_a_smoke_run_into_the_record():
     result = subprocess.run(['bash', 'experiments/probing_pilot.sh'], cwd=ROOT, capture_output=True, text=True,
                             env={**os.environ, 'SMOKE': '1'}, timeout=600)  # a hang guard
-    assert result.returncode == 2 and 'own RES=' in result.stderr.strip()
+    keys = ('SMOKE=1', 'RES=', 'OUT=')  # what was asked, and the fix
+    assert result.returncode == 2 and all(key in result.stderr for key in keys), result.stderr
     result = subprocess.run(['bash', 'experiments/probing_pilot.sh'], cwd=ROOT, capture_output=True, text=True,
                             env={**os.environ, 'SEEDS': '2100 2100'}, timeout=600)  # a hang guard
-    assert result.returncode == 2 and "SEEDS=" in result.stderr and 'each once' in result.stderr
+    assert result.returncode == 2 and "SEEDS='2100 2100'" in result.stderr, result.stderr
 
 
 @pytest.mark.parametrize("accuracies,picked", [

@@ -63,9 +63,9 @@ def test_every_variable_a_script_reads_is_checked_before_anything_runs(script, t
 def test_device_and_train_flags_are_checked_dry(tmp_path):
     """A bad DEVICE_FLAGS used to fail every run alike, its cause in each run's log: now the keys and values are
     checked as the scripts check them (a machine without a GPU refuses --device=cuda), and TRAIN_FLAGS by train.py."""
-    for name, bad, cause in [('DEVICE_FLAGS', '--device=gpu', "got 'gpu'"),
-                             ('DEVICE_FLAGS', '--compile=False', "unknown config key 'compile'"),
-                             ('TRAIN_FLAGS', '--compil=False', "unknown config key 'compil'")]:
+    for name, bad, cause in [('DEVICE_FLAGS', '--device=gpu', "'gpu'"),  # the value or key refused
+                             ('DEVICE_FLAGS', '--compile=False', "'compile'"),
+                             ('TRAIN_FLAGS', '--compil=False', "'compil'")]:
         result, log = run('data_constrained_rope.sh', tmp_path, **{name: bad})
         stops_with_one_line(result, log, 'data_constrained_rope.sh', name)
         assert cause in result.stderr
@@ -107,8 +107,8 @@ exit 0
            'SEEDS': '7', 'STEPS': '20'}
     result = subprocess.run(['bash', os.path.join(ROOT, 'experiments', 'data_constrained_rope.sh')], env=env,
                             capture_output=True, text=True, timeout=600)
-    failed = f"failed: {tmp_path / 'out'}/small/mdlm/7: train.py: error: the cause (its log: "
-    assert result.returncode != 0 and failed in result.stderr, result.stderr
+    keys = (f"{tmp_path / 'out'}/small/mdlm/7", 'train.py: error: the cause')  # run; last line
+    assert result.returncode != 0 and all(key in result.stderr for key in keys), result.stderr
     assert sum(line.startswith('train.py') for line in log.read_text().splitlines()) == 8  # the others all ran
 
 

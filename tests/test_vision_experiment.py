@@ -253,7 +253,8 @@ def run_script(tmp_path, **env):
 
 def test_a_smoke_run_refuses_the_record(tmp_path):
     result = run_script(tmp_path, RES='experiments/vision', STEPS='2')
-    assert result.returncode == 2 and 'give this smoke run its own RES=' in result.stderr
+    keys = ('STEPS', 'RES=', 'OUT=', 'experiments/vision')  # what changed; the fix; the record
+    assert result.returncode == 2 and all(key in result.stderr for key in keys), result.stderr
     assert not (tmp_path / 'out').exists()
 
 
@@ -638,7 +639,8 @@ def run_concat(tmp_path, **env):
 def test_a_concat_smoke_run_refuses_the_record(tmp_path):
     for change in (dict(STEPS='2'), dict(LONG_STEPS='30'), dict(SMOKE='1'), dict(SEEDS='7')):
         result = run_concat(tmp_path, RES='experiments/vision-concat', **change)
-        assert result.returncode == 2 and 'give this smoke run its own RES=' in result.stderr, change
+        keys = ('RES=', 'OUT=', 'experiments/vision-concat')  # the fix, and the record it keeps
+        assert result.returncode == 2 and all(key in result.stderr for key in keys), change
     assert not (tmp_path / 'out').exists()
 
 
