@@ -135,6 +135,19 @@ def describe(result):
             f"one-sided sign test p = {result['sign_p']:.3g}: {'holds' if result['holds'] else 'does not hold'}")
 
 
+def comparison_row(result, n_seeds, fmt, two_sided=False):
+    """One registered comparison's row of the comparisons table (two_sided: with its two-sided p)."""
+    head = f"| {result['name']} {result['text']} | {result['first']} - {result['second']} | "
+    registered_mde = f"{result['mde_text']} (sd {result['sd_text']}, {result['source']})"
+    if result['pending']:
+        blanks = '| | | | | ' if two_sided else '| | | | '
+        return head + f"pending ({result['have']} of {n_seeds} seeds) {blanks}{registered_mde} | |"
+    two_sided_p = f"{result['two_sided_p']:.2g} | " if two_sided else ''
+    return (head + f"{mean_std(result['differences'], fmt)} | {result['p']:.2g} | "
+            f"{result['stated_way']} of {n_seeds} | {result['sign_p']:.3g} | {two_sided_p}"
+            f"{registered_mde} | {result['record_mde']:{fmt}} |")
+
+
 def verdict(results):
     if any(result['pending'] for result in results):
         return 'pending (not every registered value is in the record)'
@@ -283,16 +296,7 @@ def report(record, res):
               "(one-sided paired t-test), from the archive's spread as registered and from this record's.", "",
               "| comparison | difference | mean ± std | p | seeds the stated way | sign p | MDE registered | "
               "MDE, this record |", "|---|---|---|---|---|---|---|---|"]
-    for result in results:
-        fmt = METRICS[result['metric']][3]
-        head = f"| {result['name']} {result['text']} | {result['first']} - {result['second']} | "
-        registered_mde = f"{result['mde_text']} (sd {result['sd_text']}, {result['source']})"
-        if result['pending']:
-            lines.append(head + f"pending ({result['have']} of {len(seeds)} seeds) | | | | {registered_mde} | |")
-        else:
-            lines.append(head + f"{mean_std(result['differences'], fmt)} | {result['p']:.2g} | "
-                         f"{result['stated_way']} of {len(seeds)} | {result['sign_p']:.3g} | {registered_mde} | "
-                         f"{result['record_mde']:{fmt}} |")
+    lines += [comparison_row(result, len(seeds), METRICS[result['metric']][3]) for result in results]
     lines += ["", "## Verdicts (registered in vision.sh before any run)", "",
               f"Each comparison holds when the mean goes the stated way and the one-sided paired t-test gives p < "
               f"{alpha:g}; a hypothesis is an effect only when each of its comparisons holds.", ""]

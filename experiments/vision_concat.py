@@ -252,15 +252,7 @@ def report(record=DEFAULT, res=DEFAULT):
               "registered and from this record's spread.", "",
               "| comparison | difference | mean ± std | p | seeds the stated way | sign p | two-sided p | "
               "MDE registered | MDE, this record |", "|---|---|---|---|---|---|---|---|---|"]
-    for result in results:
-        head = f"| {result['name']} {result['text']} | {result['first']} - {result['second']} | "
-        registered_mde = f"{result['mde_text']} (sd {result['sd_text']}, {result['source']})"
-        if result['pending']:
-            lines.append(head + f"pending ({result['have']} of {len(seeds)} seeds) | | | | | {registered_mde} | |")
-        else:
-            lines.append(head + f"{mean_std(result['differences'], '.2f')} | {result['p']:.2g} | "
-                         f"{result['stated_way']} of {len(seeds)} | {result['sign_p']:.3g} | "
-                         f"{result['two_sided_p']:.2g} | {registered_mde} | {result['record_mde']:.2f} |")
+    lines += [vision.comparison_row(result, len(seeds), '.2f', two_sided=True) for result in results]
     lines += ["", "## Tests: each hypothesis on each measure, Holm-adjusted within its family", "",
               "p: the largest of the test's comparisons' one-sided p (an intersection-union test). Holm p: Holm's "
               "step-down adjustment over the family's m tests (a test still pending counted as p = 1). An effect "

@@ -404,7 +404,6 @@ def test_a_prepare_script_stops_with_one_line():
     assert "'val_fraction'" in message and "[0, 1)" in message, message
 
 
-
 def test_an_unknown_tokenizer_stops_before_any_folder_is_made(tmp_path):
     (tmp_path / "book.txt").write_text("One line.\nAnother line.\n")
     message = script_error("data/prepare.py", f"--input={tmp_path}/book.txt",

@@ -24,7 +24,6 @@ def header_text():
     return ' '.join(' '.join(line.lstrip('#').split()) for line in open(SCRIPT) if line.startswith('#'))
 
 
-
 def header_value(name):
     return re.search(rf'^{name}="?([^"\n]*)"?$', open(SCRIPT).read(), re.M).group(1)
 
@@ -199,7 +198,6 @@ def test_a_smoke_run_refuses_the_record(tmp_path):
     keys = ('STEPS', 'RES=', 'OUT=', 'experiments/data-constrained-rope')  # changed; fix; record
     assert result.returncode == 2 and all(key in result.stderr for key in keys), result.stderr
     assert not log.exists()
-
 
 
 @pytest.mark.record

@@ -445,7 +445,6 @@ def test_python_mask_picture_prints_the_masks_the_readme_shows(capsys):
             assert block in readme, block.splitlines()[0]
 
 
-
 def test_mask_picture_takes_keys_as_every_script_does(capsys):
     """A typo, an unknown objective or too short a sequence stops with one line naming it (every argument used to be
     ignored: --help printed the picture); --objectives and --tokens pick what is drawn, its marks in one column."""

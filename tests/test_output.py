@@ -80,7 +80,6 @@ def test_disabled_progress_prints_nothing(capsys):
     assert bar.n == 0 and capsys.readouterr().err == ''
 
 
-
 # -----------------------------------------------------------------------------
 # plots
 

@@ -28,7 +28,6 @@ def header_text():
     return ' '.join(' '.join(line.lstrip('#').split()) for line in open(SCRIPT) if line.startswith('#'))
 
 
-
 def test_the_registration_parses_into_the_hypotheses_the_summary_judges():
     texts, mdes = summarize.registered_hypotheses(SCRIPT)
     assert list(texts) == ['B1', 'B2', 'B3', 'B4', 'B5'] and sorted(mdes) == list(texts)
@@ -230,8 +229,6 @@ def test_a_smoke_run_refuses_the_record(tmp_path):
     keys = ('STEPS', 'RES=', 'OUT=', 'experiments/repro-bytes-rope')  # changed; fix; record
     assert result.returncode == 2 and all(key in result.stderr for key in keys), result.stderr
     assert not log.exists()
-
-
 
 
 @pytest.mark.record
