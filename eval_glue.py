@@ -8,8 +8,10 @@ $ python eval_glue.py config/glue_offline.py --ckpt=out-shakespeare/ckpt_best.pt
 $ python eval_glue.py config/linprobe_glue_offline.py --ckpt=out-shakespeare/ckpt_best.pt
 $ torchrun --standalone --nproc_per_node=8 eval_glue.py config/glue_sane.py --ckpt=...   # (task, seed) jobs over GPUs
 Beside them, where the input stands (evals/baselines.py): --ckpt=bag_of_words and --ckpt=bag_of_bytes (linprobe only:
-the same probe on word counts, or byte 1- to 3-gram counts) and --ckpt=random:out-shakespeare/ckpt_best.pt (that run's
-model at initialisation).
+the same probe on word counts, or byte 1- to 3-gram counts), --ckpt=rule:capital_after_lowercase
+(linprobe only, one text, labels 0 / 1: a surface cue, a threshold fit on train; rule:rare_word,
+rule:bigram_pmi) and --ckpt=random:out-shakespeare/ckpt_best.pt (that run's model at
+initialisation).
 Data: python data/glue/prepare.py (GLUE, needs a network) or python data/glue/prepare_offline.py (offline suite).
 """
 import json
@@ -27,7 +29,8 @@ from configurator import UsageError, check_ranges, configure, one_line_errors
 from data import glue_tasks
 from data.text import TOKENIZERS, get_tokenizer
 from devices import pick_attn_backend, setup_processes
-from evals.baselines import RANDOM, bag_of_bytes, bag_of_words, ngram_vocabulary, open_model, word_vocabulary
+from evals.baselines import (RANDOM, RULE, bag_of_bytes, bag_of_words, ngram_vocabulary, open_model,
+                             open_rule, rule_predictions, word_vocabulary)
 from evals.glue import (STYLES, TextClassifier, encode_rows, fit_least_squares, fit_logistic, join_pair,
                         length_batches, pad_batch, pretraining_attention, resolve_pooling)
 from schedule import lr_at
@@ -139,6 +142,18 @@ for path in ckpt:
         pretrained.append(None)
         models.append(dict(path=path, objective=path.replace('_', ' '), style='none', pooling='none'))
         continue
+    if path.startswith(RULE):  # the cue rules: no model, a score per text, a threshold fit on train
+        name = open_rule(path)
+        if mode != 'linprobe':
+            raise UsageError(f"--ckpt={path} has no model to fine-tune: it is an input baseline, "
+                             "run with mode=linprobe (config/linprobe_glue_probing.py)")
+        for task, spec in specs.items():
+            if spec.labels != ('0', '1') or len(spec.text_columns) != 1:
+                raise UsageError(f"--ckpt={path} answers 0 or 1 about one text, and {task} is not "
+                                 "such a task: leave it out of --tasks")
+        pretrained.append(None)
+        models.append(dict(path=path, objective=f"rule {name}", style='none', pooling='none'))
+        continue
     checkpoint = open_model(path, 'tokens')
     # how the content stream saw text in pretraining, unless --attention says otherwise
     style = pretraining_attention(checkpoint.objective) if attention == 'auto' else attention
@@ -210,6 +225,12 @@ def finetune(info, checkpoint, task, seed, bar):
             bar.set_postfix(task=task, seed=seed, epoch=epoch, loss=f"{loss.item():.4f}")
     return {split: pooled_outputs(network, token_ids(task, split, info), info) for split in spec.dev_splits}
 
+def rule_outputs(info, task):
+    """The rule's answers on every dev split as one-hot outputs (counts, threshold: from train)."""
+    answers = rule_predictions(info['path'][len(RULE):], rows[task, 'train'],
+                               {split: rows[task, split] for split in specs[task].dev_splits})
+    return {split: F.one_hot(torch.as_tensor(a), 2).float() for split, a in answers.items()}
+
 def linear_probe(info, checkpoint, task):
     """Features of the frozen trunk (its pretraining attention) or word counts, standardised; logistic or ridge
     regression."""
@@ -259,7 +280,8 @@ for c, task, seed in my_jobs:
     if mode == 'finetune':
         outputs = finetune(info, pretrained[c], task, seed, bar)
     else:
-        outputs = linear_probe(info, pretrained[c], task)
+        outputs = (rule_outputs(info, task) if info['path'].startswith(RULE) else
+                   linear_probe(info, pretrained[c], task))
         bar.update(1)
     results, kept = {}, {}
     for split, output in outputs.items():  # a score (float32) or the argmax class

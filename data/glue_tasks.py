@@ -104,6 +104,11 @@ PROBING_TASKS = {
     "verse_prose": _probe("verse_prose"),            # 0 = verse, 1 = prose
     "wiki_bigram_shift": _probe("wiki_bigram_shift"),
     "wiki_somo": _probe("wiki_somo"),
+    # one spoken line (Wikipedia: one sentence), changed where no capital or punctuation shows it
+    "line_bigram_shift": _probe("line_bigram_shift"),  # 1 = two adjacent lowercase words swapped
+    "line_somo": _probe("line_somo"),  # 1 = a word replaced by one of its length and frequency band
+    "wiki_line_bigram_shift": _probe("wiki_line_bigram_shift"),
+    "wiki_line_somo": _probe("wiki_line_somo"),
 }
 
 ALL_TASKS = {**TASKS, **OFFLINE_TASKS, **PROBING_TASKS}

@@ -18,6 +18,8 @@ from data.shakespeare.prepare import VAL_PLAYS
 WORDS = ("love honour night sweet lord lady king death heart grace blood tongue eyes fair gentle noble heaven "
          "brother father mother letter music sword crown answer").split()
 SIZES = {"train": 40, "dev": 20}
+LINE_SIZES = {"train": 60, "dev": 30}
+NAMES = ("Paris", "Rome", "Turing")  # capitalised words inside Wikipedia's sentences: never moved
 
 
 def play_text(rng, names, extra):
@@ -31,6 +33,19 @@ def play_text(rng, names, extra):
             lines.append(line.capitalize() if i % 3 or j == 0 else line)
         blocks.append(f"{names[i % 2]}:\n" + "\n".join(lines))
     return "\n\n".join(blocks) + "\n"
+
+
+def article_text(rng):
+    """~2,000 words of sentences (a capital, 3-16 words with names among them, a stop), five to a
+    paragraph line, a heading line now and then, as data/wikipedia/prepare.py writes articles."""
+    paragraphs = []
+    for p in range(50):
+        sentences = [" ".join(rng.choice(WORDS + list(NAMES), size=int(rng.integers(3, 17))))
+                     for _ in range(5)]
+        paragraphs.append(" ".join(s[0].upper() + s[1:] + "." for s in sentences))
+        if p % 10 == 9:
+            paragraphs.append("Heading of a section")  # no stop: not a sentence
+    return "\n\n".join(paragraphs)
 
 
 def write_bytes_corpus(folder, docs, source, train_docs=()):
@@ -49,7 +64,7 @@ def data_dir(tmp_path_factory):
     # a training play: every one of its words is 'trainonly', which no window may hold
     write_bytes_corpus(root / "shakespeare_bytes", plays, "Shakespeare; val plays: " + ", ".join(VAL_PLAYS),
                        train_docs=["TRAINER:\n" + "trainonly " * 5000])
-    articles = [" ".join(rng.choice(WORDS, size=2000)) for _ in range(3)]
+    articles = [article_text(rng) for _ in range(3)]
     write_bytes_corpus(root / "wikipedia_bytes", articles, "Wikipedia")
     return str(root)
 
@@ -59,8 +74,13 @@ def suite(data_dir):
     return pp.build(pp.load_sources(data_dir), 7, SIZES, 1 / 3)
 
 
-def test_every_task_balanced_and_sized(suite):
-    assert set(suite) == set(gt.PROBING_TASKS)
+@pytest.fixture(scope="module")
+def line_suite(data_dir):
+    return pp.build_lines(pp.load_lines(data_dir), 7, LINE_SIZES, 1 / 3)
+
+
+def test_every_task_balanced_and_sized(suite, line_suite):
+    assert set(suite) | set(line_suite) == set(gt.PROBING_TASKS)
     for task, splits in suite.items():
         n_labels = len(gt.PROBING_TASKS[task].labels)
         for split, rows in splits.items():
@@ -137,7 +157,7 @@ def test_missing_corpus_is_one_line_naming_the_prepare_command(tmp_path, data_di
 def test_script_writes_the_layout_eval_glue_reads(tmp_path, data_dir, capsys):
     """In this process (the command line's one-line printing is the missing-corpus test's)."""
     run_in_process("data/glue/prepare_probing.py", f"--data_dir={data_dir}", f"--out_dir={tmp_path}",
-                   "--train_size=40", "--dev_size=20")
+                   "--train_size=40", "--dev_size=20", "--line_train_size=40", "--line_dev_size=20")
     assert "majority 25.0%" in capsys.readouterr().out  # play: 4 balanced labels
     for task in gt.PROBING_TASKS:
         rows = gt.read_task(str(tmp_path), task, "dev")
@@ -164,5 +184,123 @@ def test_sizes_the_sources_cannot_give_stop_before_drawing_naming_the_most(tmp_p
     with pytest.raises(UsageError, match=f"--train_size={most}\\b"):
         pp.build(sources, 7, {"train": most + 1, "dev": 20}, 1 / 3)
     assert "--dev_size=" in script_error("data/glue/prepare_probing.py", f"--data_dir={data_dir}", "--train_size=40",
-                                         "--dev_size=1000000000", f"--out_dir={tmp_path}")
+                                         "--dev_size=1000000000", f"--out_dir={tmp_path}",
+                                         "--line_train_size=40", "--line_dev_size=20")
     assert pp.most_balanced([5, 3, 3]) == 10  # 4 + 3 + 3: the first label takes the one left over
+
+
+# -----------------------------------------------------------------------------
+# the line tasks: one spoken line or one sentence, changed where no capital or stop marks it
+
+
+def test_line_tasks_balanced_sized_and_each_unit_once(line_suite):
+    assert set(line_suite) == {"line_bigram_shift", "line_somo", "wiki_line_bigram_shift",
+                               "wiki_line_somo"}
+    for task, splits in line_suite.items():
+        for split, rows in splits.items():
+            n = LINE_SIZES[split]
+            assert len(rows) == n and sum(row[1] for row in rows) == n // 2
+            # a unit is changed or kept, never both
+            assert len({tuple(row[2]) for row in rows}) == len(rows), (task, split)
+            assert all(pp.MIN_LINE_BYTES <= len(row[0].encode()) <= pp.MAX_BYTES for row in rows)
+        assert pp.majority(splits) == 50.0
+
+
+def differences(text, source):
+    words = text.split()
+    assert len(words) == len(source)
+    return words, [i for i, (a, b) in enumerate(zip(words, source)) if a != b]
+
+
+def capital_positions(words):
+    """Where a capitalised word follows a lowercase one: the old task's cue."""
+    return {k for k in range(1, len(words))
+            if words[k][:1].isupper() and words[k - 1][:1].islower()}
+
+
+def test_line_bigram_shift_swaps_two_lowercase_words_leaving_no_capital_cue(line_suite):
+    moved_beside_names = 0
+    for task in ("line_bigram_shift", "wiki_line_bigram_shift"):
+        for text, label, source in line_suite[task]["train"] + line_suite[task]["dev"]:
+            words, differ = differences(text, source)
+            # no cue that the untouched line lacks
+            assert capital_positions(words) == capital_positions(source)
+            assert words[0] == source[0]  # the first word never moves
+            if label == 0:
+                assert differ == []
+                continue
+            i = differ[0]
+            assert differ == [i, i + 1] and (words[i], words[i + 1]) == (source[i + 1], source[i])
+            assert i >= 1 and all(pp.LOWER_WORD.fullmatch(w) for w in words[i:i + 2])
+            moved_beside_names += any(w in NAMES for w in source[i - 1:i + 3])
+    assert moved_beside_names  # the cue could have arisen: capitals stood next to the swapped pair
+
+
+def test_swappable_pairs_and_frequency_bands_by_hand():
+    # neither the first word, 'Orsino' nor 'home,' may move
+    line = "and so Orsino went home, my lord o'er the the sea".split()
+    assert pp.swappable_pairs(line) == [5, 6, 7, 9]
+    units = [["Love,", "love", "love!"] + ["dove"] * 4 + ["care"] * 2 + ["cure"] * 3,
+             ["Dove", "dove", "once", "it's", "hate", "hate"]]
+    band, groups = pp.frequency_bands(units)
+    # 'Love' is not lowercase, 'once' seen once, "it's" has an apostrophe; punctuation is stripped
+    assert band == {"love": 1, "dove": 2, "care": 1, "cure": 1, "hate": 1}  # 2-3 times: 1, 4-7: 2
+    assert groups[4, 1][0] == ["care", "cure", "hate", "love"]
+    assert groups[4, 1][1].tolist() == [2, 3, 2, 2]
+    bands = band, groups
+    assert pp.replaceable_slots(["Love", "dove", "love", "care,"], bands) == [2]  # 'dove' is alone
+    rng = np.random.default_rng(0)
+    replaced = Counter(pp.band_somo(["Love", "love"], [1], rng, bands)[0][1] for _ in range(2000))
+    assert set(replaced) == {"care", "cure", "hate"}
+    assert replaced["cure"] > replaced["care"]  # drawn by count, 3 : 2
+
+
+def test_line_somo_replaces_one_later_word_by_one_of_its_length_case_and_band(line_suite, data_dir):
+    lines = pp.load_lines(data_dir)
+    for task, source_name in (("line_somo", "plays"), ("wiki_line_somo", "wikipedia")):
+        band, _ = pp.frequency_bands([unit for units in lines[source_name] for unit in units])
+        for text, label, source in line_suite[task]["train"] + line_suite[task]["dev"]:
+            words, differ = differences(text, source)
+            assert len(differ) == label
+            for i in differ:
+                old, new = source[i], words[i]
+                assert i >= 1 and len(old) == len(new) and old.islower() and new.islower()
+                assert pp.REPLACEABLE.fullmatch(new) and band[old] == band[new]
+
+
+def test_line_units_read_in_window_order_and_dev_apart(line_suite, data_dir):
+    """The lines hold the words the windows are cut from, so one cut splits both; a unit across it
+    is used by neither, and no dev unit is a train unit."""
+    sources, lines = pp.load_sources(data_dir), pp.load_lines(data_dir)
+    for name in ("plays", "wikipedia"):
+        for (words, _, _), units in zip(sources[name], lines[name]):
+            assert [w for unit in units for w in unit] == words
+    assert not any("Heading" in row[0] for row in line_suite["wiki_line_somo"]["train"])
+    long = ["wordy" * 4] * 3  # 3 words a unit, 62 bytes
+    # the cut at word 4 of 9: inside the second unit
+    regions = pp.line_regions([long, long, long], 1 / 2, lambda text: True)
+    assert (len(regions["train"]), len(regions["dev"])) == (1, 1)
+    for task, splits in line_suite.items():
+        train = {tuple(row[2]) for row in splits["train"]}
+        assert not train & {tuple(row[2]) for row in splits["dev"]}, task
+        assert not any("trainonly" in row[0] for split in splits.values() for row in split)
+
+
+def test_line_tasks_deterministic_given_the_seed(data_dir, line_suite):
+    lines = pp.load_lines(data_dir)
+    assert pp.build_lines(lines, 7, LINE_SIZES, 1 / 3) == line_suite
+    assert pp.build_lines(lines, 8, LINE_SIZES, 1 / 3)["line_somo"] != line_suite["line_somo"]
+
+
+def test_line_sizes_the_sources_cannot_give_are_refused_naming_the_most(tmp_path, data_dir):
+    lines = pp.load_lines(data_dir)
+    with pytest.raises(UsageError, match=r"--line_dev_size=\d+ or less") as error:
+        pp.build_lines(lines, 7, {"train": 20, "dev": 100_000}, 1 / 3)
+    most = int(re.search(r"--line_dev_size=(\d+)", str(error.value))[1])
+    built = pp.build_lines(lines, 7, {"train": 20, "dev": most}, 1 / 3)
+    assert all(len(splits["dev"]) == most for splits in built.values())
+    with pytest.raises(UsageError, match=f"at most {most:,} dev examples per line task"):
+        pp.build_lines(lines, 7, {"train": 20, "dev": most + 1}, 1 / 3)
+    message = script_error("data/glue/prepare_probing.py", f"--data_dir={data_dir}",
+                           "--line_train_size=1000000", f"--out_dir={tmp_path}")
+    assert "--line_train_size=" in message

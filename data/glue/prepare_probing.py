@@ -25,18 +25,35 @@ of one split may overlap). Labels are exactly balanced.
                    spoken lines is verse if none of lines 2.. starts lowercase, prose if half of them or more do,
                    else left out; a window must lie in blocks of one kind.
   wiki_bigram_shift, wiki_somo   the same two tasks on Wikipedia
-Sizes: TRAIN_SIZE / DEV_SIZE examples per task (below), deterministic given --seed; a size the sources' windows
-cannot give is refused before any drawing, naming the most they give.
+The line tasks, one unit an example: a spoken line of the plays as the edition breaks them, or a
+Wikipedia sentence (a paragraph split at . ! ? before a space and a capital; ending in . ! ?, so
+no heading), of MIN_LINE_BYTES to MAX_BYTES bytes. A unit lies in one region as windows do (one
+across the cut is used by neither), is used once per split at most, and is drawn, for either
+label, from the units the change applies to, so that only the change tells the labels apart.
+  line_bigram_shift  1: two adjacent lowercase words (letters, apostrophes), different, neither the
+                     first, swapped: no capital moves, so none lands after a lowercase word (the
+                     window swap's cue); 0: untouched
+  line_somo          1: a lowercase word of 3+ letters, not the first, replaced by another of its
+                     length and frequency band, drawn in proportion to its count. Bands: of the
+                     source's lowercase words (punctuation stripped) seen twice or more,
+                     floor(log2(count)): 1 = 2-3 times, 2 = 4-7, 3 = 8-15, ...; 0: untouched
+  wiki_line_bigram_shift, wiki_line_somo   the same on Wikipedia's sentences
+Sizes: TRAIN_SIZE / DEV_SIZE examples per window task, LINE_TRAIN_SIZE / LINE_DEV_SIZE per line task
+(below), deterministic given --seed; a size the sources cannot give is refused before its tasks
+are drawn, naming the most they give.
 
     python data/glue/prepare_probing.py              # -> data/glue/probing/<task>/{train,dev}.tsv
     python data/glue/prepare_probing.py --seed=7 --train_size=400 --dev_size=200 --out_dir=elsewhere
+    python data/glue/prepare_probing.py --line_train_size=1000 --line_dev_size=500
 """
 
 import json
 import os
 import re
+import string
 import sys
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere: `from data.glue_tasks import`
@@ -51,10 +68,17 @@ from output import writable_folder
 
 WINDOW, MAX_BYTES = 100, 126  # BOS + 126 bytes fit a block of 128
 TRAIN_SIZE, DEV_SIZE = 4000, 2000
+LINE_TRAIN_SIZE, LINE_DEV_SIZE = 6000, 2900  # of the most: 6,387 (plays train), 2,972 (wiki dev)
+MIN_LINE_BYTES = 20         # a shorter line ('What, Curio?') has few words to swap or replace among
+LINE_STREAM = 100           # the line tasks' random streams start here, the window tasks' at 0
 SOURCES = {"plays": ("shakespeare_bytes", "python data/shakespeare/prepare.py --tokenizer=bytes"),
            "wikipedia": ("wikipedia_bytes", "python data/wikipedia/prepare.py --tokenizer=bytes")}
 SWAPPABLE = re.compile(r"[A-Za-z']+")   # a word bigram shift may move: no punctuation travels with it
 REPLACEABLE = re.compile(r"[a-z]{3,}")  # a word somo may replace, and the vocabulary it draws from
+LOWER_WORD = re.compile(r"[a-z']*[a-z][a-z']*")  # what line_bigram_shift moves: no capital, no stop
+PUNCTUATION = string.punctuation + "\u2018\u2019\u201c\u201d\u2014\u2013"  # stripped from words
+SENTENCE_BREAK = re.compile(r"(?<=[.!?]) (?=[A-Z])")
+SENTENCE_END = re.compile(r".*[.!?][\"')\]]?")  # a heading or a list item ends no sentence
 # a speaker line, every word capitalised: 'DUKE ORSINO:', 'Captain:', 'DUKE OF VENICE & Senator:'; not 'And so:'
 NAME_LINE = re.compile(r"[A-Z][A-Za-z'.-]*( (&|[A-Z][A-Za-z'.-]*)){0,4}:")
 
@@ -65,6 +89,8 @@ out_dir = str(DATA_DIR / "glue" / "probing")  # written as <out_dir>/<task>/{tra
 seed = 1337
 train_size = TRAIN_SIZE     # examples per task, balanced over its labels
 dev_size = DEV_SIZE
+line_train_size = LINE_TRAIN_SIZE  # examples per line task (line_*, wiki_line_*)
+line_dev_size = LINE_DEV_SIZE
 dev_fraction = 1 / 3        # of each document's words (its end) that windows for dev come from
 
 # -----------------------------------------------------------------------------
@@ -147,10 +173,12 @@ def draw(rng, candidates, n, what):
     return [candidates[i] for i in rng.choice(len(candidates), n, replace=False)]
 
 
-def bigram_shift(words, rng):
-    """(shifted words, i): words[i] and words[i + 1] swapped; None when no adjacent pair qualifies."""
-    pairs = [i for i in range(len(words) - 1) if SWAPPABLE.fullmatch(words[i]) and SWAPPABLE.fullmatch(words[i + 1])
-             and words[i] != words[i + 1]]
+def bigram_shift(words, rng, pairs=None):
+    """(shifted words, i): words[i] and words[i + 1] swapped for an i of pairs (default: every
+    adjacent pair that qualifies); None when none does."""
+    if pairs is None:
+        pairs = [i for i in range(len(words) - 1) if SWAPPABLE.fullmatch(words[i]) and
+                 SWAPPABLE.fullmatch(words[i + 1]) and words[i] != words[i + 1]]
     if not pairs:
         return None
     i = pairs[rng.integers(len(pairs))]
@@ -280,6 +308,130 @@ def build(documents_by_source, seed, sizes, dev_fraction):
     return tasks
 
 
+# -----------------------------------------------------------------------------
+# line tasks: one spoken line or one sentence an example, perturbed where no surface cue marks it
+
+
+def play_lines(text):
+    """The spoken lines of one play as word lists, speaker names dropped: play_words' words."""
+    lines = []
+    for block in text.split("\n\n"):
+        spoken = [line.strip() for line in block.splitlines() if line.strip()]
+        if spoken and NAME_LINE.fullmatch(spoken[0]):
+            spoken = spoken[1:]
+        lines += [line.split() for line in spoken]
+    return lines
+
+
+def article_sentences(text):
+    """The sentences of one article as word lists (article_words' words): each paragraph, a text
+    line, split at . ! ? followed by a space and a capital."""
+    return [sentence.split() for paragraph in text.split("\n")
+            for sentence in SENTENCE_BREAK.split(paragraph)]
+
+
+def line_regions(units, dev_fraction, whole):
+    """{'train': [...], 'dev': [...]}: the units (word lists) of one document of MIN_LINE_BYTES to
+    MAX_BYTES bytes for which whole(text) holds, by region: the document's words cut where
+    windows() cuts them, a unit across the cut used by neither."""
+    cut = int(round(sum(len(unit) for unit in units) * (1 - dev_fraction)))
+    out, end = {"train": [], "dev": []}, 0
+    for unit in units:
+        start, end = end, end + len(unit)
+        text = " ".join(unit)
+        if MIN_LINE_BYTES <= len(text.encode("utf-8")) <= MAX_BYTES and whole(text) and \
+                (end <= cut or start >= cut):
+            out["train" if end <= cut else "dev"].append(unit)
+    return out
+
+
+def swappable_pairs(words):
+    """i where words[i], words[i + 1] may be swapped: lowercase words (letters, apostrophes), not
+    the first word, different: the swap moves no capital and no punctuation."""
+    return [i for i in range(1, len(words) - 1) if LOWER_WORD.fullmatch(words[i]) and
+            LOWER_WORD.fullmatch(words[i + 1]) and words[i] != words[i + 1]]
+
+
+def frequency_bands(units):
+    """({word: band}, {(length, band): (words, counts)}) of the lowercase words of 3+ letters that
+    the units hold twice or more (punctuation around them stripped): band = floor(log2(count))."""
+    counts = Counter(word.strip(PUNCTUATION) for unit in units for word in unit)
+    counts = {w: c for w, c in counts.items() if REPLACEABLE.fullmatch(w) and c >= 2}
+    band = {word: int(np.log2(count)) for word, count in counts.items()}
+    groups = {}
+    for word in sorted(band):
+        groups.setdefault((len(word), band[word]), []).append(word)
+    return band, {key: (words, np.array([counts[w] for w in words]))
+                  for key, words in groups.items()}
+
+
+def replaceable_slots(words, bands):
+    """i where words[i], not the first word, is a word of the bands whose (length, band) holds
+    another."""
+    band, groups = bands
+    return [i for i in range(1, len(words))
+            if words[i] in band and len(groups[len(words[i]), band[words[i]]][0]) > 1]
+
+
+def band_somo(words, slots, rng, bands):
+    """(words with one replaced, i): words[i] for i in slots swapped for another word of its length
+    and band, drawn in proportion to its count, as the replaced one was drawn from running text."""
+    band, groups = bands
+    i = slots[rng.integers(len(slots))]
+    candidates, counts = groups[len(words[i]), band[words[i]]]
+    weights = np.where(np.array(candidates) == words[i], 0, counts)
+    replacement = candidates[rng.choice(len(candidates), p=weights / weights.sum())]
+    return words[:i] + [replacement] + words[i + 1:], i
+
+
+def build_lines(lines_by_source, seed, sizes, dev_fraction):
+    """{task: {split: [(text, label, source words)]}} of the line tasks: n units drawn without
+    replacement from those the change can apply to, half of them changed, so that only the change
+    tells the labels apart. A size the sources cannot give stops before any drawing, naming the
+    most."""
+    pools, changes = {}, {}
+    for source, documents in lines_by_source.items():
+        whole = (lambda text: True) if source == "plays" else SENTENCE_END.fullmatch
+        regions = [line_regions(units, dev_fraction, whole) for units in documents]
+        bands = frequency_bands([unit for units in documents for unit in units])
+        prefix = "" if source == "plays" else "wiki_"
+        swap = lambda words, pairs, rng: bigram_shift(words, rng, pairs)
+        for task, eligible, change in (("line_bigram_shift", swappable_pairs, swap),
+                                       ("line_somo", partial(replaceable_slots, bands=bands),
+                                        partial(band_somo, bands=bands))):
+            changes[prefix + task] = change
+            for split in sizes:
+                units = [unit for region in regions for unit in region[split]]
+                pools[prefix + task, split] = [(unit, places) for unit in units
+                                               for places in [eligible(unit)] if places]
+    for split, n in sizes.items():
+        most, task = min((len(pool), task) for (task, s), pool in pools.items() if s == split)
+        if n > most:
+            raise UsageError(f"line_{split}_size={n:,} is more than the sources give: at most "
+                             f"{most:,} {split} examples per line task ({task} has the fewest "
+                             f"units): pass --line_{split}_size={most} or less")
+    tasks = {}
+    for k, (task, change) in enumerate(changes.items()):
+        tasks[task] = {}
+        for i, (split, n) in enumerate(sizes.items()):
+            rng = np.random.default_rng([seed, LINE_STREAM + k, i])
+            pool = pools[task, split]
+            chosen = [pool[j] for j in rng.choice(len(pool), n, replace=False)]
+            labels = rng.permutation([1] * (n // 2) + [0] * (n - n // 2))
+            tasks[task][split] = [
+                (" ".join(change(unit, places, rng)[0] if label else unit), int(label), unit)
+                for (unit, places), label in zip(chosen, labels)]
+    return tasks
+
+
+def load_lines(data_dir):
+    """{source: [units of one document]}: the plays' spoken lines, Wikipedia's sentences, all of
+    them (build_lines keeps those that fit)."""
+    return {"plays": [play_lines(text) for text in read_documents(data_dir, "plays")],
+            "wikipedia": [article_sentences(text)
+                          for text in read_documents(data_dir, "wikipedia")]}
+
+
 def load_sources(data_dir):
     plays = [play_words(text) for text in read_documents(data_dir, "plays")]
     if len(plays) != len(VAL_PLAYS):
@@ -306,12 +458,16 @@ if __name__ == "__main__":  # imported (tests/test_prepare_probing.py), it only 
     one_line_errors("data/glue/prepare_probing.py")
     configure(globals(), sys.argv[1:])
     check_ranges(globals(), {"dev_fraction": "(0, 1)", "train_size": "[2, inf)", "dev_size": "[2, inf)",
+                             "line_train_size": "[2, inf)", "line_dev_size": "[2, inf)",
                              "seed": "[0, inf)"})  # numpy seeds are non-negative
-    sources = load_sources(data_dir)
+    sources, lines = load_sources(data_dir), load_lines(data_dir)
     writable_folder(out_dir)  # before the drawing, not after it
+    line_sizes = {"train": line_train_size, "dev": line_dev_size}
+    line_tasks = build_lines(lines, seed, line_sizes, dev_fraction)  # seconds: first
     tasks = build(sources, seed, {"train": train_size, "dev": dev_size}, dev_fraction)
+    tasks.update(line_tasks)
     write(out_dir, tasks)
     for task, splits in tasks.items():
-        print(f"{task:<18} train {len(splits['train']):>5}  dev {len(splits['dev']):>5}  "
+        print(f"{task:<22} train {len(splits['train']):>5}  dev {len(splits['dev']):>5}  "
               f"labels {len(PROBING_TASKS[task].labels)}  majority {majority(splits):.1f}%")
     print(f"wrote {out_dir}/<task>/{{train,dev}}.tsv")
