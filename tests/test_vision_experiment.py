@@ -687,3 +687,23 @@ def test_the_concat_record_regenerates_its_tables(tmp_path):
     for name in sorted(os.listdir(record)):
         if name.endswith(('.md', '.csv', '.png')):
             assert (tmp_path / name).read_bytes() == open(os.path.join(record, name), 'rb').read(), name
+
+
+@pytest.mark.record
+def test_the_readme_rows_quote_the_concat_verdicts():
+    """README.md's rows of V5-V9 carry the concat record's differences and say "no" only when each of the primary
+    family's tests is decided and not met; experiments/README.md says so too."""
+    tables = open(os.path.join(ROOT, 'experiments', 'vision-concat', 'tables.md')).read()
+    rows = {line.split(' ')[1]: line.split(' | ') for line in tables.split('## Registered comparisons')[1]
+            .split('\n## ')[0].splitlines() if line.startswith('| V')}
+    tests = {line.split(' | ')[0][2:]: line.split(' | ')[-1].rstrip(' |') for line in tables.split('## Tests')[1]
+             .split('\n## ')[0].splitlines() if line.startswith('| V')}
+    primary = [f'V{n} concat linear probe' for n in range(5, 10)]
+    assert all(tests[name] == 'not met' for name in primary), tests
+    readme = open(os.path.join(ROOT, 'README.md')).read()
+    v5 = rows['V5a']
+    assert f"mae 0.75 - ar {v5[2]}, ar higher on {5 - int(v5[4].split()[0])} of 5 seeds (two-sided p {v5[6]})" in readme
+    for name, label in (('V6a', 'dar t=2 - ar'), ('V7a', 'vm - mae 0.75'), ('V8a', 'gvp - ar')):
+        assert f"{label} {rows[name][2]}" in readme, name
+    experiments = ' '.join(open(os.path.join(ROOT, 'experiments', 'README.md')).read().split())
+    assert 'the primary family is complete: none of V5-V9 holds' in experiments
