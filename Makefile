@@ -3,8 +3,8 @@ PYTHON ?= python
 PIP = $(PYTHON) -m pip install -q --disable-pip-version-check
 
 .PHONY: setup setup-test data demo test check-record gpu-check theory images glue-offline glue-probing reproduce \
-	reproduce-bytes masked-generators data-constrained vision vision-concat data-constrained-rope reproduce-rope \
-	sample-quality clean
+	reproduce-bytes masked-generators data-constrained vision vision-concat text-scale \
+	data-constrained-rope reproduce-rope sample-quality clean
 
 # torch 2.13.0 only when no torch is present: an unpinned resolve pulls several GB of CUDA packages
 setup:
@@ -107,6 +107,14 @@ vision: setup
 # 2 cores, estimated before any run, in a priority order whose first ~3 h decide the primary family; resumable)
 vision-concat: setup
 	PYTHON=$(PYTHON) bash experiments/vision_concat.sh
+
+# can more pretraining make the probing suite decide? Registered: a fine-tune picked by a stated
+# rule (tier 1), then ar's margin over its initialisation on the line tasks (and three window tasks)
+# at 1200, 4800 and 12000 steps, 3 seeds, the pilot's rule at each scale, the curve against FLOPs
+# and where it would cross (rules R1-R3 in the script; tiers 1-3 about 5 h on 2 cores, estimated
+# before any run; 8 x 384 on a GPU only; resumable). Needs the byte corpora: make data
+text-scale: setup
+	PYTHON=$(PYTHON) bash experiments/text_scale.sh
 
 # the data-constrained comparison registered again with rotary positions: 5 arms at 32 KiB, 3 on the full split,
 # 5 seeds, hypotheses H1-H8 in the script (about 5 h on 2 cores, estimated before any run; resumable)

@@ -51,6 +51,14 @@ check_env() {  # check_env NAME...: each variable the script reads from its envi
                 words=($value)
                 for word in "${words[@]}"; do [[ " $REGISTERED_ARMS " == *" $word "* ]] || words=(); done
                 [ ${#words[@]} -gt 0 ] || env_error ARMS "must name one or more of the arms $REGISTERED_ARMS" ;;
+            TASKS)  # each once: two jobs of one task would write one file
+                words=($value)
+                for word in "${words[@]}"; do
+                    [[ " $REGISTERED_TASKS " == *" $word "* ]] || words=()
+                done
+                [ ${#words[@]} -gt 0 ] &&
+                    [ -z "$(printf '%s\n' "${words[@]}" | sort | uniq -d)" ] ||
+                    env_error TASKS "must name one or more of $REGISTERED_TASKS, each once" ;;
             PROTOCOLS)
                 words=($value)
                 for word in "${words[@]}"; do [[ " $PILOT_PROTOCOLS " == *" $word "* ]] || words=(); done
