@@ -202,3 +202,14 @@ def file_at_commit(tmp_path, commit, path):
     copy = tmp_path / os.path.basename(path)
     copy.write_text(shown.stdout)
     return str(copy)
+
+
+def assert_record_regenerates(record, report, tmp_path, script):
+    """A committed record's tables.md, CSVs and PNGs, redrawn by report from its runs, byte for byte (skipped
+    until the record is committed: `bash script` makes it)."""
+    if not os.path.exists(os.path.join(record, 'tables.md')):
+        pytest.skip(f'{os.path.relpath(record, ROOT)} is not recorded yet: bash {script}')
+    report(record, str(tmp_path))
+    for name in sorted(os.listdir(record)):
+        if name.endswith(('.md', '.csv', '.png')):
+            assert (tmp_path / name).read_bytes() == open(os.path.join(record, name), 'rb').read(), name

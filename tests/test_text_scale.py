@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import FIXTURES_GLUE, ROOT, write_corpus
+from conftest import FIXTURES_GLUE, ROOT, assert_record_regenerates, write_corpus
 from experiments import probing_pilot
 from experiments import text_scale as ts
 from experiments.stats import minimum_detectable_effect
@@ -276,13 +276,8 @@ def test_the_tables_regenerate_byte_for_byte(tmp_path):
 
 def test_the_record_regenerates_its_tables(tmp_path):
     """tables.md, the plot and its CSV from the committed record (skipped until it is committed)."""
-    record = os.path.join(ROOT, 'experiments', 'text-scale')
-    if not os.path.exists(os.path.join(record, 'tables.md')):
-        pytest.skip('experiments/text-scale is not recorded yet: bash experiments/text_scale.sh')
-    ts.report(record, str(tmp_path))
-    for name in sorted(os.listdir(record)):
-        if name.endswith(('.md', '.csv', '.png')):
-            assert (tmp_path / name).read_bytes() == open(os.path.join(record, name), 'rb').read()
+    assert_record_regenerates(os.path.join(ROOT, 'experiments', 'text-scale'), ts.report, tmp_path,
+                              'experiments/text_scale.sh')
 
 # -----------------------------------------------------------------------------
 # the script

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT
+from conftest import ROOT, assert_record_regenerates
 from evals.vision import probe_groups
 
 from experiments import vision
@@ -680,13 +680,8 @@ def test_the_concat_script_end_to_end(tmp_path):
 
 def test_the_concat_record_regenerates_its_tables(tmp_path):
     """tables.md, the plot and its CSV from the committed runs (skipped until the record is committed)."""
-    record = os.path.join(ROOT, 'experiments', 'vision-concat')
-    if not os.path.exists(os.path.join(record, 'tables.md')):
-        pytest.skip('experiments/vision-concat is not recorded yet: bash experiments/vision_concat.sh')
-    vision_concat.report(record, str(tmp_path))
-    for name in sorted(os.listdir(record)):
-        if name.endswith(('.md', '.csv', '.png')):
-            assert (tmp_path / name).read_bytes() == open(os.path.join(record, name), 'rb').read(), name
+    assert_record_regenerates(os.path.join(ROOT, 'experiments', 'vision-concat'), vision_concat.report,
+                              tmp_path, 'experiments/vision_concat.sh')
 
 
 @pytest.mark.record
