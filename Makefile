@@ -60,8 +60,10 @@ check-record: setup-test
 # first thing on a GPU: what the design card's command needs, in at most 7 minutes on one GPU (4-5 on an H100; what
 # and how long: gpu_check.py), its record in experiments/gpu/; without a GPU, every part at toy sizes on the CPU. No
 # setup here: a leased GPU has no network, so bring data/shakespeare/ (python data/shakespeare/prepare.py writes it)
+# QUICK=True: every part at less work (5 min of limits, not 7), for a lease with little time left
+QUICK ?= False
 gpu-check:
-	$(PYTHON) gpu_check.py
+	$(PYTHON) gpu_check.py --quick=$(QUICK)
 
 theory:
 	$(PYTHON) theory.py toy --r=2 --s=5 --T=2

