@@ -151,10 +151,10 @@ def test_one_job_alone(tmp_path, one_thread):
 def test_flex_tiles_are_options_measured_not_assumed(tmp_path, monkeypatch, one_thread):
     """--flex_block / --flex_kernel: the BlockMask's block and the flex kernel's tiles a run timed, in its record."""
     import attention
-    for name in ('BLOCK_SIZE', 'KERNEL_OPTIONS'):  # bench.py sets attention.py's tiles: given back afterwards
+    for name in ('BLOCK_SIZE', 'KERNEL_OPTIONS'):  # bench.py sets attention.py's tiles: given back
         monkeypatch.setattr(attention, name, getattr(attention, name))
-    run_in_process('bench.py', *TINY, '--jobs=(attention,)', '--flex_block=16', "--flex_kernel=(16,16)",
-                   f'--out_dir={tmp_path}')
+    run_in_process('bench.py', *TINY, '--jobs=(attention,)', '--flex_block=16',
+                   "--flex_kernel=(16,16)", f'--out_dir={tmp_path}')
     attention = json.loads((tmp_path / 'bench.json').read_text())['attention']
     assert attention['flex_block'] == [16, 16] and attention['flex_kernel'] == {'BLOCK_M': 16, 'BLOCK_N': 16}
     assert 'BlockMask [16, 16]' in (tmp_path / 'bench.md').read_text()
