@@ -247,7 +247,7 @@ COMPILED_IDS = [o + ('-rope' if kind == 'rope' else '') for o, _, kind in COMPIL
 # inductor compile costs a core tens of seconds; the other objectives (one-stream causal ar among
 # them: the same ops but the mask, which is SDPA's own argument) through aot_eager, which traces the
 # same graph (dynamo's guards decide recompiles, whatever the backend) and checks AOT autograd's
-# gradients. vm and dar-rope would take vm-rope's path again, and dar's.
+# gradients. No case of vm (tokens) or dar-rope: each takes no path that vm-rope and dar do not.
 TRAINING_CASES = [pytest.param('vm', dict(two_stream=True), 'rope', 'inductor', id='vm-rope',
                                marks=pytest.mark.long)] + \
     [pytest.param(o, kw, kind, 'aot_eager', id=name)
