@@ -22,6 +22,8 @@ from objectives import (PAD_GROUP, Kind, Objective, dar_sizes, gvp_sizes, masked
 
 S = 13  # BOS + 12 positions
 
+pytestmark = pytest.mark.usefixtures('one_thread')  # tiny ops (conftest.one_thread)
+
 
 def tokens(B=4, seed=0):
     return random_tokens(B, S, 100, seed)
@@ -284,7 +286,7 @@ def train_and_score(tmp_path, corpus, name, *flags):
     return scored
 
 
-def test_a_new_sequential_objective_is_one_entry_in_kinds(tmp_path, tiny_corpus, monkeypatch):
+def test_a_new_sequential_objective_is_one_entry_in_kinds(tmp_path, tiny_bytes, monkeypatch):
     """Predict each pair of tokens from the pairs before it. Left at Kind's default flags it trains two-stream
     through its own hook (never GPT's causal shortcut, which would train ar under its name): trained by train.py,
     saved in the checkpoint and scored by eval_ppl.py, with no other file edited."""
@@ -300,7 +302,7 @@ def test_a_new_sequential_objective_is_one_entry_in_kinds(tmp_path, tiny_corpus,
         first_of_pair = p - (p - 1) % 2
         assert cond == set(range(first_of_pair)), (p, cond)  # BOS and the earlier pairs, never its own pair
     assert probe_groups(toy, 6).tolist() == [0, 1, 1, 2, 2, 3, 3]
-    assert train_and_score(tmp_path, tiny_corpus, 'pairs')['style'] == 'groups'
+    assert train_and_score(tmp_path, tiny_bytes, 'pairs')['style'] == 'groups'
 
 
 def span_groups(objective, B, L, generator):
@@ -319,7 +321,7 @@ def span_groups(objective, B, L, generator):
 
 
 @pytest.mark.parametrize('two_stream', [False, True])
-def test_span_masking_is_one_entry_in_kinds(tmp_path, tiny_corpus, monkeypatch, two_stream):
+def test_span_masking_is_one_entry_in_kinds(tmp_path, tiny_bytes, monkeypatch, two_stream):
     """The README's recipe for a new masked objective: a groups hook (0 visible, 1 masked) and its defaults."""
     monkeypatch.setitem(objectives.KINDS, 'span', Kind(groups=span_groups, masked=True, defaults=dict(mask_ratio=0.3)))
     span = Objective('span', two_stream=two_stream).check(S)
@@ -333,7 +335,8 @@ def test_span_masking_is_one_entry_in_kinds(tmp_path, tiny_corpus, monkeypatch, 
     runs = [sorted(masked_sets[b]) for b in range(16)]
     assert all(len(run) == 4 for run in runs)  # round(0.3 * 12)
     assert any(max(run) - min(run) < 6 for run in runs)  # spans: masked positions cluster (uniform ones rarely do)
-    assert train_and_score(tmp_path, tiny_corpus, 'span', f'--two_stream={two_stream}')['label'].startswith('span')
+    scored = train_and_score(tmp_path, tiny_bytes, 'span', f'--two_stream={two_stream}')
+    assert scored['label'].startswith('span')
 
 
 @pytest.mark.parametrize('hook, fragment', [
