@@ -1,18 +1,18 @@
-"""A python for the tests that run an experiment script end to end: a server imports torch once,
-and each call is a fork of it that runs the call's script, module or code as `python ARG...`
-would, in the caller's working folder, environment, umask and standard streams, and exits with its
-exit code. A job of a smoke run works for milliseconds after seconds of imports (torch, and
-torch._dynamo, which every optimizer imports), so a script of thirty jobs runs in a fraction of
-the time. Only these third-party imports are shared: the repository's modules are imported afresh
-in every call, as in a new interpreter.
+"""A python for the tests that run an experiment script with its real python calls: a server
+imports torch once, and each call is a fork of it that runs the call's script, module or code as
+`python ARG...` would, in the caller's working folder, environment, umask and standard streams,
+and exits with its exit code. A job of a smoke run works for milliseconds after seconds of imports
+(torch, and torch._dynamo, which every optimizer imports), so a script of thirty jobs runs in a
+fraction of the time. Only these third-party imports are shared: the repository's modules are
+imported afresh in every call, as in a new interpreter.
 
   python tests/warm_python.py serve NAME      the server on the abstract socket NAME ('ready' once
                                               it listens); SIGTERM stops it
   python -S tests/warm_python.py NAME ARG...  a call: ARG... as to python (SCRIPT ARGS, -m MODULE
                                               ARGS, -c CODE ARGS or - ARGS)
 
-warm_python() starts a server and gives the command a script takes as its PYTHON (Linux: elsewhere
-a plain python, as forking after torch's imports is not safe everywhere)."""
+warm_python() starts a server and gives the command a script takes as its PYTHON (on Linux; on
+other systems a plain python, as a fork after torch's imports is not safe everywhere)."""
 import json
 import os
 import socket
