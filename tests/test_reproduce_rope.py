@@ -78,11 +78,18 @@ def write_bound(record, seed, vm, mdlm):
     (path / 'summary.json').write_text(json.dumps(dict(reading='elbo', checkpoints=checkpoints)))
 
 
-def summarize_record(record, res):
-    env = dict(PYTHONPATH=ROOT, PATH='/usr/bin:/bin')
-    result = subprocess.run([sys.executable, '-m', 'experiments.summarize', str(record), str(res), ' '.join(SEEDS),
-                             '1200', '', '', '', 'bytes', SCRIPT], env=env, capture_output=True, text=True, cwd=ROOT)
-    assert result.returncode == 0, result.stderr
+def summarize_record(record, res, seeds=SEEDS, steps='1200', in_process=True):
+    """-> tables.md of the record as reproduce_rope.sh summarises it: in this process, or as the
+    script runs it, `python -m experiments.summarize` in a bare environment (the record's
+    regeneration: once)."""
+    args = [str(record), str(res), ' '.join(seeds), steps, '', '', '', 'bytes', SCRIPT]
+    if in_process:
+        summarize.main(args)
+    else:
+        bare = dict(PYTHONPATH=ROOT, PATH='/usr/bin:/bin')
+        result = subprocess.run([sys.executable, '-m', 'experiments.summarize', *args], env=bare,
+                                capture_output=True, text=True, cwd=ROOT)
+        assert result.returncode == 0, result.stderr
     return (res / 'tables.md').read_text()
 
 
@@ -114,12 +121,8 @@ def test_the_mdes_in_tables_md_are_stats_computation(tmp_path):
     shutil.copytree(summarize.LEARNED_RECORD, record)
     for seed in summarize.LEARNED_SEEDS:
         write_bound(record, seed, 2.5, 2.4 + 0.01 * int(seed[-1]))
-    env = dict(PYTHONPATH=ROOT, PATH='/usr/bin:/bin')
-    result = subprocess.run([sys.executable, '-m', 'experiments.summarize', str(record), str(tmp_path / 'res'),
-                             ' '.join(summarize.LEARNED_SEEDS), summarize.LEARNED_STEPS, '', '', '', 'bytes', SCRIPT],
-                            env=env, capture_output=True, text=True, cwd=ROOT)
-    assert result.returncode == 0, result.stderr
-    tables = (tmp_path / 'res' / 'tables.md').read_text()
+    tables = summarize_record(record, tmp_path / 'res', summarize.LEARNED_SEEDS,
+                              summarize.LEARNED_STEPS)
     learned = summarize.learned_comparisons()
     rows = [line for line in tables.split('### Hypotheses B1-B5, comparison by comparison')[1].split('###')[0]
             .splitlines() if line.startswith('| B')]
@@ -249,7 +252,7 @@ RECORD = os.path.join(ROOT, 'experiments', 'repro-bytes-rope')
 
 def test_the_record_regenerates_its_tables_and_curves(tmp_path):
     """tables.md and every CSV and plot beside it come back byte for byte from the committed runs alone."""
-    tables = summarize_record(os.path.join(RECORD, 'runs'), tmp_path)
+    tables = summarize_record(os.path.join(RECORD, 'runs'), tmp_path, in_process=False)
     assert tables == open(os.path.join(RECORD, 'tables.md')).read()
     written = sorted(name for name in os.listdir(tmp_path) if name.endswith(('.csv', '.png')))
     assert written == sorted(name for name in os.listdir(RECORD) if name.endswith(('.csv', '.png')))

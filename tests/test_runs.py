@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from conftest import ROOT
+from warm_python import warm_python
 
 SCRIPTS = sorted(name for name in os.listdir(os.path.join(ROOT, 'experiments'))
                  if name.endswith('.sh') and name != 'runs.sh')
@@ -24,17 +25,18 @@ def read_from_environment(script):
     return sorted(set(re.findall(r'\b([A-Z][A-Z_0-9]*)=\$\{\1:-', text)) - set(NOT_CHECKED))
 
 
-def fake_python(tmp_path):
+def fake_python(tmp_path, python=sys.executable):
     """Logs every call and does nothing, but for the two dry checks, which run in a real python: the device keys
     (-c) and train.py --help."""
     log, fake = tmp_path / 'calls.log', tmp_path / 'python'
-    fake.write_text(f'#!/bin/bash\ncase "$*" in -c*|*--help*) exec {sys.executable} "$@" ;; esac\necho "$@" >> {log}\n')
+    fake.write_text(f'#!/bin/bash\ncase "$*" in -c*|*--help*) exec {python} "$@" ;; esac\n'
+                    f'echo "$@" >> {log}\n')
     fake.chmod(0o755)
     return log, fake
 
 
-def run(script, tmp_path, *args, **env):
-    log, fake = fake_python(tmp_path)
+def run(script, tmp_path, *args, python=sys.executable, **env):
+    log, fake = fake_python(tmp_path, python)
     env = {**os.environ, 'PYTHON': str(fake), 'OUT': str(tmp_path / 'out'), 'RES': str(tmp_path / 'res'),
            'SEEDS': '7', 'STEPS': '20', **env}
     result = subprocess.run(['bash', os.path.join(ROOT, 'experiments', script), *args], env=env, capture_output=True,
@@ -63,12 +65,13 @@ def test_every_variable_a_script_reads_is_checked_before_anything_runs(script, t
 def test_device_and_train_flags_are_checked_dry(tmp_path):
     """A bad DEVICE_FLAGS used to fail every run alike, its cause in each run's log: now the keys and values are
     checked as the scripts check them (a machine without a GPU refuses --device=cuda), and TRAIN_FLAGS by train.py."""
-    for name, bad, cause in [('DEVICE_FLAGS', '--device=gpu', "'gpu'"),  # the value or key refused
-                             ('DEVICE_FLAGS', '--compile=False', "'compile'"),
-                             ('TRAIN_FLAGS', '--compil=False', "'compil'")]:
-        result, log = run('data_constrained_rope.sh', tmp_path, **{name: bad})
-        stops_with_one_line(result, log, 'data_constrained_rope.sh', name)
-        assert cause in result.stderr
+    with warm_python() as python:  # three starts of a python with torch: its imports made once
+        for name, bad, cause in [('DEVICE_FLAGS', '--device=gpu', "'gpu'"),  # the value or key
+                                 ('DEVICE_FLAGS', '--compile=False', "'compile'"),  # refused
+                                 ('TRAIN_FLAGS', '--compil=False', "'compil'")]:
+            result, log = run('data_constrained_rope.sh', tmp_path, python=python, **{name: bad})
+            stops_with_one_line(result, log, 'data_constrained_rope.sh', name)
+            assert cause in result.stderr
 
 
 OPTIONAL = {'JOBS': '2', 'DEVICE_FLAGS': '--device=cpu', 'TRAIN_FLAGS': '--compile=False'}  # read by some scripts only

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURES_GLUE, ROOT, assert_record_regenerates, write_corpus
+from warm_python import warm_python
 from experiments import probing_pilot
 from experiments import text_scale as ts
 from experiments.stats import minimum_detectable_effect
@@ -314,8 +315,19 @@ def tiny_suite(out, res):
         for task in LINE + WINDOW))
 
 
+@pytest.fixture
+def logged_python(tmp_path):
+    """-> (PYTHON, its log): each call's arguments a line of the log, then the call run by a warm
+    python (tests/warm_python.py: some thirty calls, each seconds of torch's imports, made once)."""
+    calls, python = tmp_path / 'calls.log', tmp_path / 'python'
+    with warm_python() as warm:
+        python.write_text(f'#!/bin/bash\necho "$*" >> {calls}\nexec {warm} "$@"\n')
+        python.chmod(0o755)
+        yield python, calls
+
+
 @pytest.mark.long
-def test_the_script_end_to_end_and_again_without_checkpoints(tmp_path):
+def test_the_script_end_to_end_and_again_without_checkpoints(tmp_path, logged_python):
     """One seed, a line task and a window task, tiers 1 and 2 on the fixture suite and a tiny byte
     corpus (TRAIN_FLAGS): the pick's grid, the pick, its runs kept under runs/, the window task at
     the pick, the baselines and the flags beside every result; then, every checkpoint gone (a
@@ -324,9 +336,7 @@ def test_the_script_end_to_end_and_again_without_checkpoints(tmp_path):
     rng = np.random.default_rng(0)
     stream = rng.integers(32, 120, size=6000)
     corpus = write_corpus(tmp_path / 'bytes', stream[:5000], stream[5000:], 'bytes')
-    calls, python = tmp_path / 'calls.log', tmp_path / 'python'
-    python.write_text(f'#!/bin/bash\necho "$*" >> {calls}\nexec {sys.executable} "$@"\n')
-    python.chmod(0o755)
+    python, calls = logged_python
     smoke = dict(SMOKE='1', SEEDS='2100', TASKS='line_somo play', TIERS='1 2', JOBS='2',
                  PYTHON=str(python), DEVICE_FLAGS='--device=cpu', TRAIN_FLAGS=f'--dataset={corpus}')
     result = run_script(tmp_path, **smoke)
