@@ -700,5 +700,9 @@ def test_the_readme_rows_quote_the_concat_verdicts():
     assert f"mae 0.75 - ar {v5[2]}, ar higher on {5 - int(v5[4].split()[0])} of 5 seeds (two-sided p {v5[6]})" in readme
     for name, label in (('V6a', 'dar t=2 - ar'), ('V7a', 'vm - mae 0.75'), ('V8a', 'gvp - ar')):
         assert f"{label} {rows[name][2]}" in readme, name
+    v10 = rows['V10a']  # secondary, and decided: its test is not met
+    assert tests['V10 concat linear probe'] == 'not met', tests
+    assert (f"(V10) {v10[2]}, ar higher on {5 - int(v10[4].split()[0])} of 5 seeds (two-sided p {v10[6]})"
+            in readme)
     experiments = ' '.join(open(os.path.join(ROOT, 'experiments', 'README.md')).read().split())
     assert 'the primary family is complete: none of V5-V9 holds' in experiments
