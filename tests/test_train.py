@@ -56,6 +56,13 @@ def params(out_dir):
     return read_checkpoint(os.path.join(out_dir, 'ckpt_last.pt'))['model']
 
 
+def ctrl_c_as_in_a_terminal():
+    """Popen's preexec_fn for a child a test sends SIGINT: SIGINT at its default, as a terminal's command has it. A
+    shell starts a background job (`pytest &`, nohup) with SIGINT ignored, children inherit that, and Python then
+    installs no KeyboardInterrupt handler: train.py would ignore the test's Ctrl-C and the test hang."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def log(out_dir, kind='val_loss'):
     """log.jsonl's evaluation lines (kind='val_loss'), or its training lines (kind='train_loss')."""
     return [record for record in map(json.loads, open(os.path.join(out_dir, 'log.jsonl'))) if kind in record]
@@ -375,7 +382,8 @@ def test_ctrl_c_saves_like_sigterm(tmp_path, tiny_bytes):
     out = tmp_path / 'out'
     proc = subprocess.Popen([sys.executable, 'train.py', f'--dataset={tiny_bytes}', f'--out_dir={out}', *TINY,
                              '--max_iters=100000', '--eval_interval=100000'], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=ctrl_c_as_in_a_terminal)
     assert 'parameters' in proc.stdout.readline()  # the header: printed after the handlers are set, before step 1
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=600)  # a guard against a hang only
@@ -399,14 +407,15 @@ def test_ctrl_c_before_training_is_one_line_and_leaves_no_out_dir(tmp_path, tiny
               f"sys.path.insert(0, '.'); sys.argv = ['train.py', '--out_dir={tmp_path / 'imports'}']\n"
               "runpy.run_path('train.py', run_name='__main__')\n")
     during_imports = subprocess.run([sys.executable, '-c', script], cwd=ROOT, capture_output=True, text=True,
-                                    timeout=600)
+                                    timeout=600, preexec_fn=ctrl_c_as_in_a_terminal)
     assert during_imports.returncode == -signal.SIGINT and during_imports.stderr == INTERRUPTED, during_imports.stderr
     corpus = tmp_path / 'piped'
     shutil.copytree(tiny_corpus, corpus)
     os.remove(corpus / 'meta.json')
     os.mkfifo(corpus / 'meta.json')
     proc = subprocess.Popen([sys.executable, 'train.py', f'--dataset={corpus}', f'--out_dir={tmp_path / "data"}',
-                             *TINY], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             *TINY], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=ctrl_c_as_in_a_terminal)
     while True:  # a writer opens only once train.py has opened the pipe to read it
         assert proc.poll() is None, proc.communicate()
         try:
