@@ -640,22 +640,28 @@ WINDOWS = ['--objective=vm', '--max_iters=7', '--log_interval=3', '--eval_interv
            '--gradient_accumulation_steps=2']
 
 
-def assert_mfu_counts_every_micro_batch_once(out_dir, run, world_size, steps=7):
-    """Each training line's MFU = the FLOPs of every micro-batch of every process in its window, over the window's
-    seconds (read back from tokens_per_sec) times world_size peaks: one definition for any number of processes.
-    The first step (it compiles) is in no window; the lines cover the run's first `steps` steps."""
+def assert_mfu_counts_every_micro_batch_once(out_dir, run, world_size, start=0):
+    """Each training line's MFU = the FLOPs of every micro-batch of every process in its window,
+    over the window's seconds (read back from tokens_per_sec) times world_size peaks: one definition
+    for any number of processes. The first step of a run, or of its resume at step `start` (it
+    compiles), is in no window; the lines up to `start` are the first leg's."""
     from model import step_flops
-    streams = [torch.Generator().manual_seed(1337 * 1000 + k) for k in range(2)]  # train.py's, in any layout
-    tokens_per_step, done = 4 * 33 * 2, 0
-    for record in log(out_dir, 'train_loss'):
-        flops = [sum(step_flops(run['raw_model'], run['pretraining'].batch(run['sequences']('train', g), g,
-                                                                           run['bos'])) for g in streams)
-                 for _ in range(record['iter'] - done)]
-        timed = flops[1:] if done == 0 else flops
+    streams = [torch.Generator().manual_seed(1337 * 1000 + k) for k in range(2)]  # in any layout
+
+    def step():  # the FLOPs of a step: its micro-batches, one from each stream
+        return sum(step_flops(run['raw_model'], run['pretraining'].batch(
+            run['sequences']('train', g), g, run['bos'])) for g in streams)
+    for _ in range(start):  # the first leg's batches
+        step()
+    tokens_per_step, done = 4 * 33 * 2, start
+    for record in log(out_dir, 'train_loss')[start:]:
+        flops = [step() for _ in range(record['iter'] - done)]
+        timed = flops[1:] if done == start else flops
         seconds = tokens_per_step * len(timed) / record['tokens_per_sec']
-        assert record['mfu'] == pytest.approx(sum(timed) / seconds / (world_size * PEAK), rel=1e-9), record
+        expected = sum(timed) / seconds / (world_size * PEAK)
+        assert record['mfu'] == pytest.approx(expected, rel=1e-9), record
         done = record['iter']
-    assert done == steps
+    assert done == 7
 
 
 def test_no_step_waits_for_the_device_outside_log_and_eval_steps(tmp_path, tiny_bytes):
@@ -670,35 +676,38 @@ def test_no_step_waits_for_the_device_outside_log_and_eval_steps(tmp_path, tiny_
 
 
 @pytest.mark.long
-def test_ddp_equals_gradient_accumulation_and_a_run_resumes_on_another_process_count(tmp_path,
-                                                                                     tiny_bytes):
-    """2 gloo processes x 1 micro-step == 1 process x 2 micro-steps: same data, same averaged
-    gradient, the same weights. They log the MFU one process with 2 micro-steps defines (it was
-    world_size times too high), and their vote to stop no longer reads the device every step: they
-    vote at log steps. The run then ends on 1 process (8 GPUs -> 4, an elastic restart): each
-    micro-step's data stream goes with it, so it ends at the uninterrupted run's weights."""
+def test_a_run_resumed_on_two_processes_trains_as_one_with_gradient_accumulation(tmp_path,
+                                                                                tiny_bytes):
+    """A run started on 1 process continues on 2 (8 GPUs -> 4, an elastic restart): each of a
+    step's 2 micro-steps has its own data stream, and each process takes its own again, so 2 gloo
+    processes x 1 micro-step train as 1 process x 2 micro-steps: the same data, the same averaged
+    gradient, the uninterrupted run's weights. They log the MFU one process with 2 micro-steps
+    defines (it was world_size times too high), and their vote to stop no longer reads the device
+    every step: they vote at log steps."""
     ddp = tmp_path / 'ddp'
+    train_here(ddp, tiny_bytes, *WINDOWS, '--max_iters=1')  # its first step on one process
     result = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone',
                              '--nproc_per_node=2', 'tests/host_reads.py', str(tmp_path / 'reads'),
                              'train.py', f'--dataset={tiny_bytes}', f'--out_dir={ddp}', *TINY,
-                             *WINDOWS, '--max_iters=6'], cwd=ROOT, capture_output=True, text=True,
-                            timeout=600, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+                             *WINDOWS, '--init_from=resume'], cwd=ROOT, capture_output=True,
+                            text=True, timeout=600, env={**os.environ, 'OMP_NUM_THREADS': '1'})
     assert result.returncode == 0, result.stderr
     for rank in (0, 1):
         reads = json.load(open(tmp_path / f'reads.{rank}.json'))
-        assert {step for step, _, _ in reads} == {3, 6}, (rank, reads)
-    ckpt = read_checkpoint(ddp / 'ckpt_last.pt')
-    assert ckpt['world_size'] == 2 and len(ckpt['streams']) == 2
-    run = train_here(tmp_path / 'single', tiny_bytes, *WINDOWS)  # in one process, to step 7
-    assert_mfu_counts_every_micro_batch_once(ddp, run, world_size=2, steps=6)
-    train_here(ddp, tiny_bytes, *WINDOWS, '--init_from=resume')  # step 7: 1 process, 2 micro-steps
+        assert {step for step, _, _ in reads} == {3, 6, 7}, (rank, reads)
+    assert read_checkpoint(ddp / 'ckpt_last.pt')['world_size'] == 2
+    run = train_here(tmp_path / 'single', tiny_bytes, *WINDOWS)  # the uninterrupted run
     a, b = params(tmp_path / 'single'), params(ddp)
     assert a.keys() == b.keys()
     for name in a:
         assert (a[name] - b[name]).abs().max() <= 1e-6, name
-    # each line's train loss is the mean over every process's micro-batches, not rank 0's alone
-    assert [r['train_loss'] for r in log(ddp, 'train_loss')] == \
-        pytest.approx([r['train_loss'] for r in log(tmp_path / 'single', 'train_loss')], rel=1e-5)
+    assert_mfu_counts_every_micro_batch_once(ddp, run, world_size=2, start=1)
+    # each line's train loss is the mean over every process's micro-batches, not rank 0's alone:
+    # the lines whose windows are the uninterrupted run's (the resume's first began at step 2)
+    single = {r['iter']: r['train_loss'] for r in log(tmp_path / 'single', 'train_loss')}
+    lines = [r for r in log(ddp, 'train_loss') if r['iter'] > 3]
+    assert [r['iter'] for r in lines] == [6, 7]
+    assert [r['train_loss'] for r in lines] == pytest.approx([single[6], single[7]], rel=1e-5)
 
 
 def compiled_with_aot_eager(monkeypatch):
