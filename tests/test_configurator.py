@@ -236,13 +236,15 @@ def test_a_usage_error_after_torchrun_starts_its_process_group_still_prints(tmp_
     printed only if the hook returns: a hook that exited there left the user with exit code 1 and
     nothing else. From then on a process can fail alone (its own GPU), so every local rank says its
     own line: local rank 1 here, which before the group starts says nothing (the test below). In
-    this process, with a group of one: the hook is called as Python calls it on an uncaught error."""
+    this process, with a group of one: the hook is called as Python calls it on an uncaught
+    error."""
     import torch.distributed as dist
     from configurator import UsageError, one_line_errors
-    monkeypatch.setattr(sys, 'excepthook', sys.excepthook)  # restored after the test, wrapper and all
+    monkeypatch.setattr(sys, 'excepthook', sys.excepthook)  # restored afterwards, wrapper and all
     monkeypatch.setenv('LOCAL_RANK', '1')
     one_line_errors('train.py')
-    dist.init_process_group('gloo', init_method=f'file://{tmp_path / "store"}', rank=0, world_size=1)
+    dist.init_process_group('gloo', init_method=f'file://{tmp_path / "store"}', rank=0,
+                            world_size=1)
     try:
         error = UsageError('data/pile/train.bin not found: run `python data/pile/prepare.py` first')
         sys.excepthook(UsageError, error, None)
