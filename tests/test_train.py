@@ -234,7 +234,7 @@ def test_demo_configs_learn_shakespeare_bytes(tmp_path, shakespeare_bytes, arm):
     floors = NgramBaselines(load_tokens(data_dir, 'train', 'bytes'), 257).nll(gather_windows(
         val, window_starts(len(val), reduced['block_size'], 100_000), reduced['block_size'], 256).numpy())
     settings = {**reduced, 'lr_decay_iters': reduced['max_iters'], 'eval_interval': reduced['max_iters'],
-                'learning_rate': 3e-3, 'min_lr': 3e-4, 'progress': False}  # eval_iters: the configs'
+                'learning_rate': 3e-3, 'min_lr': 3e-4, 'progress': False}  # their eval_iters
     in_process_one_thread(f'config/{arm}_shakespeare_bytes.py', f'--dataset={data_dir}',
                           f'--out_dir={tmp_path / "out"}', *(f'--{key}={value}' for key, value in settings.items()))
     val_loss = log(tmp_path / 'out')[-1]['val_loss']
