@@ -413,14 +413,17 @@ def test_elbo_reading_rejects_an_unknown_reading(tmp_path, tiny_corpus):
 # out_dir: a second run never silently replaces the first; the configs' CPU-sized default
 
 
-def test_a_second_run_into_an_out_dir_is_refused_unless_overwrite(tmp_path, tiny_corpus, capfd):
-    """A second run into the same out_dir stops with one line before scoring, leaving the first run's results as
-    they were; --overwrite=True deletes them first, so an elbo run leaves no prefix run's plot beside its summary.
-    (capfd: stdout and stderr are files, as a pipe is.)"""
-    ar_path, _ = make_checkpoint(tmp_path / 'ar.pt', 'ar', seed=3)
-    mlm_path, _ = make_checkpoint(tmp_path / 'mlm.pt', 'mlm', seed=3)
+def test_a_second_run_into_an_out_dir_is_refused_unless_overwrite(tmp_path, tiny_bytes, capfd):
+    """A second run into the same out_dir stops with one line before scoring, leaving the first
+    run's results as they were; --overwrite=True deletes them first, so an elbo run leaves no prefix
+    run's plot beside its summary. (capfd: stdout and stderr are files, as a pipe is.) Byte-level
+    checkpoints: a head 320 wide, not GPT-2's 50,304."""
+    byte_level = dict(seed=3, tokenizer='bytes', vocab_size=320)
+    ar_path, _ = make_checkpoint(tmp_path / 'ar.pt', 'ar', **byte_level)
+    mlm_path, _ = make_checkpoint(tmp_path / 'mlm.pt', 'mlm', **byte_level)
     out = tmp_path / 'out'
-    common = [f'--dataset={tiny_corpus}', '--max_tokens=160', '--baseline_dataset=', f'--out_dir={out}']
+    common = [f'--dataset={tiny_bytes}', '--max_tokens=160', '--baseline_dataset=',
+              f'--out_dir={out}']
     capfd.readouterr()
     run_in_process('eval_ppl.py', f'--ckpt={ar_path}', '--names=ar', *common)  # progress on, into a file
     stdout, stderr = capfd.readouterr()
