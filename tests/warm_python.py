@@ -154,7 +154,7 @@ def warm_python():
     finally:
         server.terminate()  # it waits for any call still running
         try:
-            server.wait(timeout=60)
+            server.wait(timeout=600)  # a guard against a hang only
         except subprocess.TimeoutExpired:  # a call that hangs: it and the server
             os.killpg(server.pid, 9)
             server.wait()
