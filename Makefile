@@ -6,7 +6,8 @@ PIP = $(PYTHON) -m pip install -q --disable-pip-version-check
 	reproduce-bytes masked-generators data-constrained vision vision-concat text-scale \
 	data-constrained-rope reproduce-rope sample-quality clean
 
-# torch 2.13.0 only when no torch is present: an unpinned resolve pulls several GB of CUDA packages
+# torch 2.13.0 only when no torch is present. PyPI's Linux wheel is the CUDA build (GBs): on a CPU-only machine install
+# torch first, from https://download.pytorch.org/whl/cpu
 setup:
 	@$(PYTHON) -c "import torch" 2>/dev/null || $(PIP) torch==2.13.0
 	$(PIP) numpy tiktoken pillow tqdm

@@ -1,6 +1,6 @@
 """
-Speed and memory of every objective side by side: one training step (forward + backward + AdamW) per variant,
-attention backend and sequence length, all in ONE process so that their ratios are comparable.
+Speed and memory of ar, dar, two-stream vm and mlm side by side: one training step (forward + backward + AdamW)
+per variant, attention backend and sequence length, all in ONE process so that their ratios are comparable.
 
 CPU (the default, a 4 x 256 model; SDPA trains, FlexAttention is timed forward-only: it has no CPU backward):
 $ python bench.py --steps=10

@@ -3,14 +3,14 @@ GLUE (or the offline suite) for pretrained checkpoints of any objective: fine-tu
 probe on frozen features (Sec. 3.3). Dev-set scores with the official metrics, the median over seeds, and one
 summary row per checkpoint (markdown + CSV + JSON in out_dir).
 
-$ python eval_glue.py config/glue_sane.py --ckpt=out-ar/ckpt_best.pt --ckpt=out-dar/ckpt_best.pt
-$ python eval_glue.py config/glue_offline.py --ckpt=out-shakespeare/ckpt_best.pt --tasks=polarity,hedge
-$ python eval_glue.py config/linprobe_glue_offline.py --ckpt=out-shakespeare/ckpt_best.pt
+$ python eval_glue.py config/glue_sane.py --ckpt=out-ar-pile/ckpt_best.pt --ckpt=out-dar-pile/ckpt_best.pt
+$ python eval_glue.py config/glue_offline.py --ckpt=out-ar-shakespeare/ckpt_best.pt --tasks=polarity,hedge
+$ python eval_glue.py config/linprobe_glue_offline.py --ckpt=out-ar-shakespeare/ckpt_best.pt
 $ torchrun --standalone --nproc_per_node=8 eval_glue.py config/glue_sane.py --ckpt=...   # (task, seed) jobs over GPUs
 Beside them, where the input stands (evals/baselines.py): --ckpt=bag_of_words and --ckpt=bag_of_bytes (linprobe only:
 the same probe on word counts, or byte 1- to 3-gram counts), --ckpt=rule:capital_after_lowercase
 (linprobe only, one text, labels 0 / 1: a surface cue, a threshold fit on train; rule:rare_word,
-rule:bigram_pmi) and --ckpt=random:out-shakespeare/ckpt_best.pt (that run's model at
+rule:bigram_pmi) and --ckpt=random:out-ar-shakespeare/ckpt_best.pt (that run's model at
 initialisation).
 Data: python data/glue/prepare.py (GLUE, needs a network) or python data/glue/prepare_offline.py (offline suite).
 """

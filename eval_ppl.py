@@ -5,14 +5,15 @@ Every model predicts x_{k+1} from x_1..x_k only (evals/ppl.py says how each obje
 numbers of ar, dar, mlm and vm models are comparable; all checkpoints of a run are scored on the same windows.
 
 One CPU:
-$ python eval_ppl.py config/eval_ppl_shakespeare.py --ckpt=out-ar/ckpt_best.pt --ckpt=out-vm/ckpt_best.pt
+$ python eval_ppl.py config/eval_ppl_shakespeare.py --ckpt=out-ar-shakespeare/ckpt_best.pt \
+    --ckpt=out-vm-shakespeare/ckpt_best.pt
 Several GPUs (each process scores a shard of the windows; rank 0 gathers and writes):
 $ torchrun --standalone --nproc_per_node=8 eval_ppl.py config/eval_ppl_wikipedia.py --ckpt=...
 Writes to out_dir (default out/eval_ppl_<corpus>): ppl_by_k.png + ppl_by_k.csv (one line per checkpoint),
 summary.json; prints a table. An out_dir that holds them from an earlier run is refused before any scoring, unless
 --overwrite=True (which deletes them first), and so is a training run's out_dir.
 
---reading=elbo compares likelihoods instead: each masked checkpoint (mlm, vm, one- or two-stream) by its any-order
+--reading=elbo compares likelihoods instead: each masked checkpoint (mlm, vm, mdlm; one- or two-stream) by its any-order
 likelihood bound (evals/any_order.py), an upper bound on the NLL of the mixture over orders that the model defines,
 beside the exact left-to-right NLL of ar and dar and the unigram / bigram floors, each in nats per token with its
 standard error across windows, and as perplexity. Writes summary.json (default out/eval_ppl_<corpus>_elbo, beside
@@ -81,7 +82,7 @@ attn_backend = pick_attn_backend(attn_backend, device)
 # -----------------------------------------------------------------------------
 # checkpoints: check them all before scoring any, so a bad one fails in seconds
 if not ckpt:
-    raise UsageError("no checkpoint given: pass --ckpt=out-shakespeare/ckpt_best.pt (repeat --ckpt=... to compare)")
+    raise UsageError("no checkpoint given: pass --ckpt=out-ar-shakespeare/ckpt_best.pt (repeat --ckpt=... to compare)")
 if names and len(names) != len(ckpt):
     raise UsageError(f"{len(names)} names for {len(ckpt)} checkpoints: give one --names=... per --ckpt=..., or none")
 buckets = check_buckets(buckets)

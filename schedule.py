@@ -36,4 +36,8 @@ def check_schedule(learning_rate, warmup_iters, lr_decay_iters, min_lr, max_iter
         return (f"warning: max_iters={max_iters} < lr_decay_iters={lr_decay_iters}: the learning rate stops at "
                 f"{lr(max_iters):.2e} and never reaches min_lr={min_lr:.2e} (set --lr_decay_iters={max_iters} to decay "
                 "fully)")
+    if max_iters > lr_decay_iters and min_lr < learning_rate:  # nanoGPT's flat tail: legal, rarely meant
+        return (f"warning: max_iters={max_iters} > lr_decay_iters={lr_decay_iters}: the last "
+                f"{max_iters - lr_decay_iters} steps run at min_lr={min_lr:.2e} (set --lr_decay_iters={max_iters} to "
+                "decay over the whole run)")
     return ''

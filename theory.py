@@ -9,9 +9,11 @@ read stops with one line.
   python theory.py toy --objective=mlm --r=2 --s=5 --T=2 --visible=2 --json=True
   python theory.py tails --r=2 --s=6 --T=2                        # sum of sigma^4 past r, every objective
   python theory.py misalign --s=128 --rho='(0.15,0.3)' --vm='(0.15,0.3)'    # vm: a range (a,b), or '()' for none
-  python theory.py connectivity --ckpt=out-ar/ckpt_best.pt --ckpt=out-mlm/ckpt_best.pt --dataset=shakespeare
-  python theory.py effrank --ckpt=out-mlm/ckpt_best.pt --dataset=shakespeare
-  python theory.py maskloss --ckpt=out-mlm/ckpt_best.pt --ckpt=out-vm/ckpt_best.pt --dataset=shakespeare
+  python theory.py connectivity --ckpt=out-ar-shakespeare/ckpt_best.pt --ckpt=out-mlm15-shakespeare/ckpt_best.pt \
+      --dataset=shakespeare
+  python theory.py effrank --ckpt=out-mlm15-shakespeare/ckpt_best.pt --dataset=shakespeare
+  python theory.py maskloss --ckpt=out-mlm15-shakespeare/ckpt_best.pt --ckpt=out-vm-shakespeare/ckpt_best.pt \
+      --dataset=shakespeare
 """
 import sys
 from json import dumps

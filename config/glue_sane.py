@@ -2,7 +2,7 @@
 # dev sets, AdamW lr 4e-5, batch 16, 5 epochs, cosine with 10% warmup, max length 128, no weight decay, median of 3
 # seeds.
 # data: python data/glue/prepare.py (needs a network)
-# $ python eval_glue.py config/glue_sane.py --ckpt=out-ar/ckpt_best.pt --ckpt=out-dar/ckpt_best.pt
+# $ python eval_glue.py config/glue_sane.py --ckpt=out-ar-pile/ckpt_best.pt --ckpt=out-dar-pile/ckpt_best.pt
 mode = 'finetune'
 tasks = ('cola', 'sst2', 'mrpc', 'stsb', 'qqp', 'mnli', 'qnli', 'rte')
 glue_dir = 'data/glue'

@@ -1,6 +1,6 @@
 # Linear probe on the offline suite (Sec. 3.3): frozen features with the pretraining attention pattern, pooled,
 # standardised; logistic regression (L-BFGS) or ridge regression (lee_sts). Convex from zero: one run, no seeds.
-# $ python eval_glue.py config/linprobe_glue_offline.py --ckpt=out-shakespeare/ckpt_best.pt
+# $ python eval_glue.py config/linprobe_glue_offline.py --ckpt=out-ar-shakespeare/ckpt_best.pt
 mode = 'linprobe'
 tasks = ('polarity', 'hedge', 'plagiarism', 'lee_sts')
 glue_dir = 'data/glue/offline'

@@ -610,13 +610,18 @@ def test_logs_read_well_in_a_file(tmp_path, tiny_bytes, capfd):
 
 def test_a_warm_up_longer_than_the_schedule(tmp_path, tiny_bytes, capsys):
     """A warm-up past lr_decay_iters would drop from the peak to min_lr in one step: refused. A run that stops inside
-    its warm-up (a first leg, a smoke run) is pointed out; a constant rate (min_lr = learning_rate) needs no decay."""
+    its warm-up (a first leg, a smoke run) or ends its decay before its last step is pointed out; a constant rate
+    (min_lr = learning_rate) needs no decay."""
     assert 'lr_decay_iters' in train_error(tmp_path / 'out', tiny_bytes, '--warmup_iters=30',
                                            '--max_iters=40')
     assert not os.path.exists(tmp_path / 'out')
     train_here(tmp_path / 'short', tiny_bytes, '--warmup_iters=30', '--max_iters=2',
                '--eval_interval=2')
     assert 'inside its warm-up' in capsys.readouterr().err
+    train_here(tmp_path / 'tail', tiny_bytes, '--warmup_iters=1', '--lr_decay_iters=2', '--min_lr=1e-4',
+               '--max_iters=4', '--eval_interval=4')  # decayed by step 2, then two steps at min_lr: pointed out
+    assert 'the last 2 steps run at min_lr' in capsys.readouterr().err
+    assert [r['lr'] for r in log(tmp_path / 'tail', 'train_loss')][-2:] == pytest.approx([1e-4, 1e-4])
     train_here(tmp_path / 'constant', tiny_bytes, '--warmup_iters=2', '--lr_decay_iters=0',
                '--min_lr=3e-3', '--max_iters=4', '--eval_interval=4')
     assert [r['lr'] for r in log(tmp_path / 'constant', 'train_loss')] == pytest.approx([1e-3, 2e-3, 3e-3, 3e-3])
