@@ -384,9 +384,10 @@ def ablation():
     limit, statuses, runs, described = allowed('ablation'), [], {}, 'no run finished'
     deadline = None if limit is None else time.time() + limit
     part_3 = os.path.join(record, 'p5', 'bench.json')  # written where part 3 passed just before
+    reused = os.path.exists(part_3)
     for setting, flags, variants in ABLATION:
         name = 'ablation-' + setting.replace(' ', '-')
-        if not flags and os.path.exists(part_3):
+        if not flags and reused:
             with open(part_3) as f:
                 status, result = 'PASS', json.load(f)  # the same flags and variants: a run less
         else:
@@ -406,7 +407,7 @@ def ablation():
                      f"{result['dtype']}, compiled, flex" if cuda
                      else 'toys on the CPU: the numbers say nothing here')
     note(f"- MFU and peak memory of a training step ({described}), each setting its own "
-         f"bench.py run{' (both on: part 3 above)' if os.path.exists(part_3) else ''}:")
+         f"bench.py run{' (both on: part 3 above)' if reused else ''}:")
     note('| variant | ' + ' | '.join(setting for setting, _, _ in ABLATION) + ' |')
     note('|---' * (len(ABLATION) + 1) + '|')
     for variant in P5_VARIANTS:
