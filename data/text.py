@@ -6,7 +6,7 @@ from `python data/<name>/prepare.py --tokenizer=bytes`):
     train.bin, val.bin (test.bin)   uint16 ids; every document is followed by BOS (GPT-2's <|endoftext|>)
     meta.json                       tokenizer, vocab size, BOS id, token and document counts, source, and from
                                     data/prepare.py the input files' size and sha256
-Training draws random windows with get_batch(); evaluation walks a split with iter_windows().
+Training draws random windows with get_batch(); evaluation scores a split's consecutive windows (evals/ppl.py).
 Every window starts with BOS in column 0: the always-visible conditioning token that
 every row of every attention mask may see (App. B.3, two-stream attention), so no row is empty.
 """
@@ -469,20 +469,6 @@ def get_batch(data, batch_size, block_size, generator, bos=BOS):
     span = block_size - 1
     starts = torch.randint(len(tokens) - span + 1, (batch_size,), generator=generator).numpy()
     return with_bos(tokens[starts[:, None] + np.arange(span)], bos)  # one gather, not a loop over rows
-
-
-def iter_windows(data, block_size, batch_size=None, bos=BOS):
-    """Consecutive, non-overlapping windows BOS + tokens[k*(block_size-1) : (k+1)*(block_size-1)] over a
-    whole split, for evaluation; the last partial span (< block_size-1 tokens) is left out.
-    Yields (block_size,) tensors, or (<=batch_size, block_size) stacks when batch_size is given."""
-    tokens = as_token_array(data)
-    span = block_size - 1
-    n_windows = len(tokens) // span
-    step = batch_size or 1
-    for first in range(0, n_windows, step):
-        count = min(step, n_windows - first)
-        batch = with_bos(np.asarray(tokens[first * span:(first + count) * span]).reshape(count, span), bos)
-        yield batch if batch_size else batch[0]
 
 
 # -----------------------------------------------------------------------------

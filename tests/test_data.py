@@ -324,16 +324,6 @@ def test_get_batch_reaches_both_ends():
     assert sorted(set(batch[:, 1].tolist())) == [1, 2, 3]
 
 
-def test_iter_windows_tile_the_stream():
-    windows = list(text.iter_windows(STREAM, block_size=11))
-    assert len(windows) == len(STREAM) // 10
-    assert all(w[0] == BOS and w.shape == (11,) for w in windows)
-    tiled = torch.cat([w[1:] for w in windows])
-    assert tiled.tolist() == STREAM[: len(tiled)].tolist()  # non-overlapping, consecutive, in order
-    batches = list(text.iter_windows(STREAM, block_size=11, batch_size=16))
-    assert [len(b) for b in batches] == [16, 16, 16, 2] and torch.equal(torch.cat(batches), torch.stack(windows))
-
-
 # -----------------------------------------------------------------------------
 # reading documents
 

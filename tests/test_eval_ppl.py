@@ -13,7 +13,7 @@ import torch
 from checkpoint import save_checkpoint
 from conftest import (ROOT, make_checkpoint, random_tokens, run_in_process, run_script, script_error, usage_error,
                       write_corpus)
-from data.text import BOS, iter_windows
+from data.text import BOS
 from evals.ppl import bucket_table, gather_windows, prefix_style as evals_prefix_style, score_windows, window_starts
 from objectives import Objective
 
@@ -197,10 +197,12 @@ def test_buckets_partition_k():
             bucket_table(nll_sum, count, edges)
 
 
-def test_windows_are_iter_windows_spread_over_the_split():
+def test_windows_tile_the_split_or_spread_over_it():
     tokens = np.arange(1000, dtype=np.uint16) % 50000
     all_windows = gather_windows(tokens, window_starts(len(tokens), 17, 0), 17, BOS)
-    assert torch.equal(all_windows, torch.stack(list(iter_windows(tokens, 17))))
+    assert all_windows.shape == (1000 // 16, 17) and (all_windows[:, 0] == BOS).all()
+    # consecutive and non-overlapping, in order; the last partial span left out
+    assert all_windows[:, 1:].flatten().tolist() == tokens[:62 * 16].tolist()
     starts = window_starts(len(tokens), 17, 160)  # 10 of the 62 windows, evenly spaced
     assert len(starts) == 10 and starts[0] == 0 and (np.diff(starts) >= 6 * 16).all() and starts[-1] > 800
 
