@@ -69,8 +69,8 @@ def prefix_batch(x, style, bert_future='invisible'):
 
 def window_starts(n_tokens, block_size, max_tokens=0):
     """Token offsets of the windows to score: the split's consecutive, non-overlapping windows (BOS + block_size-1
-    tokens each; the last partial span left out), all of them, or an evenly spaced subset of about max_tokens scored targets,
-    so that a bounded run still samples the whole split and not only its first document."""
+    tokens each; the last partial span left out), all of them, or an evenly spaced subset of about max_tokens scored
+    targets, so that a bounded run still samples the whole split and not only its first document."""
     span = block_size - 1
     n_windows = n_tokens // span
     if n_windows == 0:
