@@ -51,9 +51,11 @@ def accuracy(path):
 
 
 def clock(path):
-    """(cpu seconds, wall seconds) of a run's clock file."""
-    found = CLOCK.search(open(path).read())
-    return float(found[1]) + float(found[2]), float(found[3])
+    """(cpu seconds, wall seconds) of a run's clock file: the sum of its lines, one a part of a
+    run stopped and resumed."""
+    parts = CLOCK.findall(open(path).read())
+    return (sum(float(user) + float(system) for user, system, _ in parts),
+            sum(float(wall) for _, _, wall in parts))
 
 
 def finished(folder, steps):

@@ -223,9 +223,11 @@ EOF
 
 # -----------------------------------------------------------------------------
 # the jobs
-timed() {  # timed CLOCK LOG CMD...: CMD, its output in LOG, its clock kept as CLOCK if it succeeds
+timed() {  # timed CLOCK LOG CMD...: CMD, its output in LOG, its clock kept as CLOCK if it succeeds;
+    # a run that stops (a signal, an error) leaves its clock a line of CLOCK.stopped
     local TIMEFORMAT="cpu_s %U %S wall_s %R"
-    { time "${@:3}" > "$2" 2>&1; } 2> "$1.tmp" && mv "$1.tmp" "$1" || { rm -f "$1.tmp"; return 1; }
+    { time "${@:3}" > "$2" 2>&1; } 2> "$1.tmp" && mv "$1.tmp" "$1" ||
+        { cat "$1.tmp" >> "$1.stopped"; rm -f "$1.tmp"; return 1; }
 }
 flagged() {  # flagged KEEP WHAT: the device and train flags beside the result WHAT, where given
     [ -z "$DEVICE_FLAGS$TRAIN_FLAGS" ] ||
@@ -233,7 +235,7 @@ flagged() {  # flagged KEEP WHAT: the device and train flags beside the result W
 }
 pretrained() {  # pretrained ARCH STEPS SEED: ar-ARCH-STEPS/SEED in $OUT, trained once under a lock
     # (fine-tunes of it may start side by side; an interrupted run resumes), its log and clock kept
-    local name=ar-$1-$2 dir keep start=--init_from=scratch suffix=""
+    local name=ar-$1-$2 dir keep start=--init_from=scratch suffix="" clock
     dir=$OUT/$name/$3 keep=$RES/runs/$name/$3
     mkdir -p "$OUT/$name"
     (
@@ -242,11 +244,17 @@ pretrained() {  # pretrained ARCH STEPS SEED: ar-ARCH-STEPS/SEED in $OUT, traine
         [ -f "$dir/ckpt_last.pt" ] && start=--init_from=resume
         mkdir -p "$dir" "$keep"
         log_at "$keep/log.jsonl" "$2" && suffix=_retrained  # a clone without checkpoints
+        clock=$keep/pretrain$suffix.time
+        [ "$start" = --init_from=resume ] || rm -f "$clock.stopped"  # no earlier part to count
         # shellcheck disable=SC2046,SC2086
-        timed "$keep/pretrain$suffix.time" "$dir.txt" $PYTHON train.py $PRETRAIN \
+        timed "$clock" "$dir.txt" $PYTHON train.py $PRETRAIN \
             $(arch_flags "$1") --max_iters="$2" --lr_decay_iters="$2" --progress=False \
             $SMOKE_TRAIN $DEVICE_FLAGS $TRAIN_FLAGS --seed="$3" $start --overwrite=True \
             --out_dir="$dir" || { run_failed "$name $3 pretraining" "$dir.txt"; exit 1; }
+        if [ -f "$clock.stopped" ]; then  # a resumed run: its clock a line a part, summed
+            cat "$clock.stopped" "$clock" > "$clock.tmp" && mv "$clock.tmp" "$clock"
+            rm "$clock.stopped"
+        fi
         cp "$dir/log.jsonl" "$keep/log$suffix.jsonl"
         flagged "$keep" "pretrain$suffix"
         echo "done: pretraining $name $3"
@@ -275,7 +283,7 @@ evaluate() {  # evaluate KEEP NAME WHAT ARG...: eval_glue.py ARG..., unless KEEP
     # shellcheck disable=SC2086
     timed "$keep/$name.time" "$dir.txt" $PYTHON eval_glue.py "$@" --glue_dir="$SUITE" \
         $DEVICE_FLAGS --out_dir="$dir" --overwrite=True --progress=False ||
-        { run_failed "$what" "$dir.txt"; return 1; }
+        { rm -f "$keep/$name.time.stopped"; run_failed "$what" "$dir.txt"; return 1; }
     cp "$dir"/glue_*.json "$keep/$name.json"
     flagged "$keep" "$name"
     echo "done: $what"

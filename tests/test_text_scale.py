@@ -233,6 +233,19 @@ def test_the_rule_and_the_curve_on_a_record_with_known_answers(tmp_path):
     assert (tmp_path / 'res' / 'tables.md').read_text() == text.rstrip() + '\n'
 
 
+def test_a_pretraining_stopped_and_resumed_costs_what_its_parts_cost(tmp_path):
+    """A run stopped (a session's end) and resumed keeps a clock line a part: the curve's cost per
+    FLOP reads their sum, as of a run that never stopped."""
+    for name in ('whole', 'parts'):
+        write_record(tmp_path / name, known_margins())
+    for path in (tmp_path / 'parts' / 'runs').glob('ar-4x128-12000/*/pretrain.time'):
+        cpu, wall = ts.clock(str(path))
+        path.write_text(''.join(f"cpu_s {cpu * share:.2f} 0.00 wall_s {wall * share:.2f}\n"
+                                for share in (0.25, 0.75)))
+    whole = ts.report(str(tmp_path / 'whole'), str(tmp_path / 'whole-tables'))
+    assert ts.report(str(tmp_path / 'parts'), str(tmp_path / 'parts-tables')) == whole
+
+
 def write_pick(root, stage_a, long, cell, tasks=LINE):
     for (pooling, lr), margin in stage_a.items():
         for epochs, value in [(3, margin)] + ([(10, long)] if (pooling, lr) == cell else []):
