@@ -3,7 +3,8 @@
 # registered experiment (resumable), the data-constrained arms, and the image arms (their configs, a run, its first
 # step, an evaluation: vision.sh, vision_pilot.sh, vision_concat.sh). The scripts export the functions to the jobs
 # they run two at a time (xargs -P). train_once reads PYTHON, OUT (checkpoints), RES (the record) and STEPS; the
-# image functions PYTHON, and DEVICE_FLAGS and TRAIN_FLAGS where the script has them.
+# image functions PYTHON, and DEVICE_FLAGS and TRAIN_FLAGS where the script has them; the text experiments' clocked
+# jobs (timed, resumed, flagged, evaluate: text_scale.sh, text_claim.sh) also OUT, RES and SUITE.
 
 env_error() {  # env_error NAME WHAT: one line naming the variable and what it takes; nothing has run yet
     echo "${0##*/}: error: $1='${!1}' $2" >&2
@@ -69,7 +70,7 @@ check_env() {  # check_env NAME...: each variable the script reads from its envi
                 [ ${#words[@]} -gt 0 ] || env_error TIERS "must name one or more of the tiers $REGISTERED_TIERS" ;;
             PYTHON) command -v -- "${value%% *}" > /dev/null ||
                 env_error PYTHON "names no command: set it to a python that has torch (default: python)" ;;
-            OUT|RES|KEEP) [ ! -e "$value" ] || [ -d "$value" ] || env_error "$name" "is a file, not a folder" ;;
+            OUT|RES|KEEP|SCALES_RECORD) [ ! -e "$value" ] || [ -d "$value" ] || env_error "$name" "is a file, not a folder" ;;
             DEVICE_FLAGS)
                 [ -z "$value" ] || why=$($PYTHON -c "$DEVICE_CHECK" $value 2>&1) ||
                     env_error DEVICE_FLAGS "takes --device=, --dtype= and --attn_backend=: $(tail -n 1 <<< "$why")" ;;
@@ -101,6 +102,35 @@ train_once() {  # train_once KEY ARG...: train.py ARG... into $OUT/KEY, its log 
         { run_failed "$dir" "$dir.txt"; return 1; }
     mkdir -p "$keep" && cp "$dir/log.jsonl" "$keep/log.jsonl"
     echo "done: $key"
+}
+
+timed() {  # timed CLOCK LOG CMD...: CMD, its output in LOG, its clock kept as CLOCK if it succeeds; a run that stops
+    # (a signal, an error) leaves its clock a line of CLOCK.stopped
+    local TIMEFORMAT="cpu_s %U %S wall_s %R"
+    { time "${@:3}" > "$2" 2>&1; } 2> "$1.tmp" && mv "$1.tmp" "$1" ||
+        { cat "$1.tmp" >> "$1.stopped"; rm -f "$1.tmp"; return 1; }
+}
+resumed() {  # resumed CLOCK: a run resumed after stops keeps a line a part in CLOCK (the summaries add them up)
+    [ -f "$1.stopped" ] || return 0
+    cat "$1.stopped" "$1" > "$1.tmp" && mv "$1.tmp" "$1" && rm "$1.stopped"
+}
+flagged() {  # flagged KEEP WHAT: the device and train flags beside the result WHAT, where given
+    [ -z "$DEVICE_FLAGS$TRAIN_FLAGS" ] || echo "$2: DEVICE_FLAGS=$DEVICE_FLAGS TRAIN_FLAGS=$TRAIN_FLAGS" >> "$1/flags.txt"
+}
+evaluate() {  # evaluate KEEP NAME WHAT ARG...: eval_glue.py ARG... on $SUITE, unless KEEP/NAME.json is kept (text
+    # experiments: a fine-tune does not resume, so a stopped one's clock is not kept)
+    local keep=$1 name=$2 what=$3 dir
+    shift 3
+    [ -f "$keep/$name.json" ] && return 0
+    dir=$OUT/evals/${keep#"$RES"/}/$name
+    mkdir -p "$keep" "$dir"
+    # shellcheck disable=SC2086
+    timed "$keep/$name.time" "$dir.txt" $PYTHON eval_glue.py "$@" --glue_dir="$SUITE" $DEVICE_FLAGS \
+        --out_dir="$dir" --overwrite=True --progress=False ||
+        { rm -f "$keep/$name.time.stopped"; run_failed "$what" "$dir.txt"; return 1; }
+    cp "$dir"/glue_*.json "$keep/$name.json"
+    flagged "$keep" "$name"
+    echo "done: $what"
 }
 
 config() {  # config ARM: the data-constrained arm's config and how its held-out curve is read (a likelihood per byte)
@@ -162,4 +192,4 @@ image_eval() {  # image_eval WHAT LOG ARG...: eval_vision.py ARG... (config firs
     $PYTHON eval_vision.py "$@" ${DEVICE_FLAGS:-} --overwrite=True --progress=False > "$log" 2>&1 ||
         { run_failed "$what" "$log"; return 1; }
 }
-export -f run_failed train_once config image_config image_init log_at image_pretrain image_first_step image_eval
+export -f run_failed timed resumed flagged evaluate train_once config image_config image_init log_at image_pretrain image_first_step image_eval

@@ -448,9 +448,28 @@ def picked(record):
     return f"{cell[0]} {cell[1]} {chosen['epochs'] or '-'}"
 
 
+def entered(scale, record=DEFAULT):
+    """The tasks R2 enters at the scale named (the smallest scale at which each enters), in the
+    record's order: what a registration built on this one takes up."""
+    settings, majority, tuned, *_ = load(record)
+    constants = registered()[1]
+    names = [s['name'] for s in sorted(settings['scales'],
+                                       key=lambda s: pretraining_flops(s, settings))]
+    inits = {s['name']: s['init'] for s in settings['scales']}
+    found = []
+    for task in settings['tasks']['line'] + settings['tasks']['window']:
+        verdicts = {name: decide(tuned.get((name, task), {}), tuned.get((inits[name], task), {}),
+                                 majority[task], constants)['verdict'] for name in names}
+        if entry(names, verdicts) == f"enters at {scale}":
+            found.append(task)
+    return found
+
+
 if __name__ == '__main__':
     if sys.argv[1:2] == ['pick']:
         print(picked(sys.argv[2] if len(sys.argv) > 2 else DEFAULT))
+    elif sys.argv[1:2] == ['entered']:
+        print(' '.join(entered(*sys.argv[2:4])))
     else:
         args = sys.argv[1:] + [DEFAULT] * (2 - len(sys.argv[1:]))
         print('\n'.join(report(*args[:2])))

@@ -110,7 +110,7 @@
 # steps: the script only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source experiments/runs.sh  # check_env, run_failed, into_record, log_at
+source experiments/runs.sh  # check_env, into_record, log_at, the clocked jobs (timed, evaluate)
 PYTHON=${PYTHON:-python}
 export OMP_NUM_THREADS=1
 OUT=${OUT:-out/text-scale}          # checkpoints and evaluation outputs (not committed)
@@ -223,16 +223,6 @@ EOF
 
 # -----------------------------------------------------------------------------
 # the jobs
-timed() {  # timed CLOCK LOG CMD...: CMD, its output in LOG, its clock kept as CLOCK if it succeeds;
-    # a run that stops (a signal, an error) leaves its clock a line of CLOCK.stopped
-    local TIMEFORMAT="cpu_s %U %S wall_s %R"
-    { time "${@:3}" > "$2" 2>&1; } 2> "$1.tmp" && mv "$1.tmp" "$1" ||
-        { cat "$1.tmp" >> "$1.stopped"; rm -f "$1.tmp"; return 1; }
-}
-flagged() {  # flagged KEEP WHAT: the device and train flags beside the result WHAT, where given
-    [ -z "$DEVICE_FLAGS$TRAIN_FLAGS" ] ||
-        echo "$2: DEVICE_FLAGS=$DEVICE_FLAGS TRAIN_FLAGS=$TRAIN_FLAGS" >> "$1/flags.txt"
-}
 pretrained() {  # pretrained ARCH STEPS SEED: ar-ARCH-STEPS/SEED in $OUT, trained once under a lock
     # (fine-tunes of it may start side by side; an interrupted run resumes), its log and clock kept
     local name=ar-$1-$2 dir keep start=--init_from=scratch suffix="" clock
@@ -251,10 +241,7 @@ pretrained() {  # pretrained ARCH STEPS SEED: ar-ARCH-STEPS/SEED in $OUT, traine
             $(arch_flags "$1") --max_iters="$2" --lr_decay_iters="$2" --progress=False \
             $SMOKE_TRAIN $DEVICE_FLAGS $TRAIN_FLAGS --seed="$3" $start --overwrite=True \
             --out_dir="$dir" || { run_failed "$name $3 pretraining" "$dir.txt"; exit 1; }
-        if [ -f "$clock.stopped" ]; then  # a resumed run: its clock a line a part, summed
-            cat "$clock.stopped" "$clock" > "$clock.tmp" && mv "$clock.tmp" "$clock"
-            rm "$clock.stopped"
-        fi
+        resumed "$clock"
         cp "$dir/log.jsonl" "$keep/log$suffix.jsonl"
         flagged "$keep" "pretrain$suffix"
         echo "done: pretraining $name $3"
@@ -273,20 +260,6 @@ first_step() {  # first_step ARCH SEED: one step of the recipe into init-ARCH/SE
             --overwrite=True --out_dir="$dir" > "$dir.txt" 2>&1 ||
             { run_failed "init-$1 $2 (1 step)" "$dir.txt"; exit 1; }
     ) 9> "$dir.lock"
-}
-evaluate() {  # evaluate KEEP NAME WHAT ARG...: eval_glue.py ARG..., unless KEEP/NAME.json is kept
-    local keep=$1 name=$2 what=$3 dir
-    shift 3
-    [ -f "$keep/$name.json" ] && return 0
-    dir=$OUT/evals/${keep#"$RES"/}/$name
-    mkdir -p "$keep" "$dir"
-    # shellcheck disable=SC2086
-    timed "$keep/$name.time" "$dir.txt" $PYTHON eval_glue.py "$@" --glue_dir="$SUITE" \
-        $DEVICE_FLAGS --out_dir="$dir" --overwrite=True --progress=False ||
-        { rm -f "$keep/$name.time.stopped"; run_failed "$what" "$dir.txt"; return 1; }
-    cp "$dir"/glue_*.json "$keep/$name.json"
-    flagged "$keep" "$name"
-    echo "done: $what"
 }
 tune() {  # tune ARM ARCH STEPS SEED TASK POOLING LR EPOCHS ROOT NAME: ar-ARCH-STEPS (ARM ar) or
     # init-ARCH (ARM init) fine-tuned on TASK into ROOT/runs/<it>/SEED/NAME.json, its run made first
@@ -320,7 +293,7 @@ job() {  # job KIND ARG...: one line of a tier's list
             tune "${@:2:5}" $PICK "$RES" "finetune-$6" ;;
     esac
 }
-export -f timed flagged pretrained first_step evaluate tune job arch_flags
+export -f pretrained first_step tune job arch_flags
 export PYTHON OUT RES SUITE FINETUNE PROBE PRETRAIN SMOKE_TRAIN DEVICE_FLAGS TRAIN_FLAGS
 run_jobs() {  # run_jobs LINE...: the lines as jobs, JOBS at a time, in order
     [ $# -gt 0 ] || return 0
