@@ -105,10 +105,13 @@ train_once() {  # train_once KEY ARG...: train.py ARG... into $OUT/KEY, its log 
 }
 
 timed() {  # timed CLOCK LOG CMD...: CMD, its output in LOG, its clock kept as CLOCK if it succeeds; a run that stops
-    # (a signal, an error) leaves its clock a line of CLOCK.stopped
-    local TIMEFORMAT="cpu_s %U %S wall_s %R"
+    # (a signal, an error) leaves its clock a line of CLOCK.stopped and returns CMD's status. A TERM to the process
+    # group (a session's end) reaches CMD, which saves and exits; the trap keeps this shell alive until then, to
+    # write the clock (a trap, unlike an ignored signal, is reset in CMD)
+    local TIMEFORMAT="cpu_s %U %S wall_s %R" status
+    trap : TERM
     { time "${@:3}" > "$2" 2>&1; } 2> "$1.tmp" && mv "$1.tmp" "$1" ||
-        { cat "$1.tmp" >> "$1.stopped"; rm -f "$1.tmp"; return 1; }
+        { status=$?; cat "$1.tmp" >> "$1.stopped"; rm -f "$1.tmp"; return $status; }
 }
 resumed() {  # resumed CLOCK: a run resumed after stops keeps a line a part in CLOCK (the summaries add them up)
     [ -f "$1.stopped" ] || return 0

@@ -11,8 +11,8 @@ import sys
 import numpy as np
 
 from experiments.data_constrained import registered, registered_mdes
-from experiments.stats import (as_printed, holm, mean_std, minimum_detectable_effect,
-                               paired_t_test, sign_test_p)
+from experiments.stats import (holm, mean_std, minimum_detectable_effect, paired_t_test,
+                               sign_test_p)
 from experiments.text_scale import accuracy, clock
 from output import atomic_write
 
@@ -38,7 +38,8 @@ MODES = {'finetune': 'fine-tuned', 'linprobe': 'linear probe'}
 
 
 def load(record):
-    """(settings, {(model, mode, task): {seed: accuracy}}, {path: clock}, {folder: flags})."""
+    """(settings, {(model, mode, task): {seed: accuracy}}, {path: clock}, {folder: flags},
+    {folder: why a run failed})."""
     settings = json.load(open(os.path.join(record, 'settings.json')))
     scores = {}
     for path in sorted(glob.glob(os.path.join(record, 'runs', '*', '*', '*.json'))):
@@ -50,7 +51,9 @@ def load(record):
               sorted(glob.glob(os.path.join(record, 'runs', '*', '*', '*.time')))}
     flags = {os.path.relpath(os.path.dirname(path), record): '; '.join(open(path).read().split())
              for path in sorted(glob.glob(os.path.join(record, 'runs', '*', '*', 'flags.txt')))}
-    return settings, scores, clocks, flags
+    failed = {os.path.relpath(os.path.dirname(path), record): open(path).read().strip()
+              for path in sorted(glob.glob(os.path.join(record, 'runs', '*', '*', 'failed.txt')))}
+    return settings, scores, clocks, flags, failed
 
 
 def per_seed(scores, model, mode, task):
@@ -68,7 +71,7 @@ def compare(scores, arm, base, mode, task, seeds, constants):
     """One comparison: arm - base paired by seed, its tests and the rule's verdict."""
     a, b = per_seed(scores, arm, mode, task), per_seed(scores, base, mode, task)
     paired = [seed for seed in seeds if seed in a and seed in b]
-    differences = as_printed(np.array([a[seed] - b[seed] for seed in paired]), '.2f')
+    differences = np.array([a[seed] - b[seed] for seed in paired])
     out = dict(arm=arm, base=base, mode=mode, task=task, differences=differences, p=None)
     needed = int(constants['RULE_SEEDS'])
     if len(paired) < needed:
@@ -143,7 +146,7 @@ def cost_lines(settings, clocks, flags):
 
 
 def report(record=DEFAULT, res=DEFAULT):
-    settings, scores, clocks, flags = load(record)
+    settings, scores, clocks, flags, failed = load(record)
     texts, constants = registered(SCRIPT)
     mdes = registered_mdes(SCRIPT)
     seeds, tasks = settings['seeds'], settings['tasks']
@@ -172,6 +175,9 @@ def report(record=DEFAULT, res=DEFAULT):
               "Mean ± sd over the seeds (how many in brackets).", ""]
     for task in tasks:
         lines += models_table(settings, scores, task)
+    lines += ["Failed runs (never retuned; their seeds leave the comparisons that need them not "
+              "decided): " + ('; '.join(f"{folder}: {why}" for folder, why in failed.items())
+                              or 'none') + '.', ""]
     lines += ["## The comparisons", "",
               "Differences paired by seed (points, mean ± sd); p (t): the two-sided paired t-test "
               "the rule reads; p (sign): the exact sign test, beside it (with 5 seeds never below "

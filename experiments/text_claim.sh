@@ -47,7 +47,8 @@
 # beside the verdicts, not part of them. MDEs: one-sided 0.025 (the two-sided test in the stated
 # direction), power POWER, at RULE_SEEDS seeds (experiments.stats.minimum_detectable_effect); the
 # masked arms assumed to spread as ar does; each comparison's own sd is printed beside its verdict.
-# A run that fails (a diverging loss) is reported as failed, never retuned.
+# A run that fails (a diverging loss) is reported as failed (runs/ARM/SEED/failed.txt, listed in the
+# tables), never retuned or trained again.
 #   RULE_SEEDS = 5
 #   ALPHA = 0.05
 #   POWER = 0.8
@@ -63,11 +64,14 @@
 # is the sum of its parts). On a GPU (DEVICE_FLAGS="--device=cuda --dtype=float32
 # --attn_backend=sdpa", as text-scale's and the rope records' fine-tunes ran; JOBS=30): the 30
 # pretraining runs side by side in about 8 minutes from repro-bytes-rope's clock (45 runs of 1200
-# steps and their evaluations in 4.8 minutes at JOBS=24), the evaluations in a few more.
+# steps and their evaluations in 4.8 minutes at JOBS=24), the evaluations in a few more. Every
+# pretraining line comes before any evaluation, so the runs go side by side and no evaluation waits
+# for one while it holds a job's place.
 #
 # $ bash experiments/text_claim.sh   (resumable: a pretraining whose log in the record reached its
 # steps and an evaluation whose JSON is in the record are skipped. SEEDS, ARMS: those only, in the
-# record's order; JOBS at a time; then the summary, experiments/text-claim/tables.md)
+# record's order; JOBS at a time; then the summary, experiments/text-claim/tables.md. To stop it:
+# a TERM to its process group or Ctrl-C; each train.py saves, and the next call resumes it)
 # $ SMOKE=1 RES=/tmp/tc OUT=/tmp/tc-out bash experiments/text_claim.sh   (a few steps, the suite in
 # OUT/suite: the script only)
 set -euo pipefail
@@ -137,11 +141,12 @@ EOF
 # the jobs
 pretrained() {  # pretrained ARM SEED: ARM/SEED in $OUT, trained once under a lock (evaluations of
     # it may start side by side; an interrupted run resumes), its log and clock kept
-    local dir=$OUT/$1/$2 keep=$RES/runs/$1/$2 start=--init_from=scratch suffix="" clock
+    local dir=$OUT/$1/$2 keep=$RES/runs/$1/$2 start=--init_from=scratch suffix="" clock status
     mkdir -p "$OUT/$1"
     (
         flock 9
         log_at "$dir/log.jsonl" "$STEPS" && [ -f "$dir/ckpt_best.pt" ] && exit 0
+        [ ! -f "$keep/failed.txt" ] || { echo "failed before: $keep/failed.txt" >&2; exit 1; }
         [ -f "$dir/ckpt_last.pt" ] && start=--init_from=resume
         mkdir -p "$dir" "$keep"
         log_at "$keep/log.jsonl" "$STEPS" && suffix=_retrained  # a clone without checkpoints
@@ -150,8 +155,12 @@ pretrained() {  # pretrained ARM SEED: ARM/SEED in $OUT, trained once under a lo
         # shellcheck disable=SC2086
         timed "$clock" "$dir.txt" $PYTHON train.py "config/$1_shakespeare_bytes.py" \
             --max_iters="$STEPS" --lr_decay_iters="$STEPS" --progress=False $SMOKE_TRAIN \
-            $DEVICE_FLAGS $TRAIN_FLAGS --seed="$2" $start --overwrite=True --out_dir="$dir" ||
-            { run_failed "$1 $2 pretraining" "$dir.txt"; exit 1; }
+            $DEVICE_FLAGS $TRAIN_FLAGS --seed="$2" $start --overwrite=True --out_dir="$dir" || {
+            status=$?  # a signal's status (128 + its number) stops a run; any other fails it
+            [ $status -gt 128 ] || echo "pretraining: $(tail -n 1 "$dir.txt")" > "$keep/failed.txt"
+            run_failed "$1 $2 pretraining" "$dir.txt"
+            exit 1
+        }
         resumed "$clock"
         cp "$dir/log.jsonl" "$keep/log$suffix.jsonl"
         flagged "$keep" "pretrain$suffix"
@@ -195,12 +204,14 @@ job() {  # job KIND MODEL SEED [TASK]: one line of the list
 export -f pretrained first_step job
 export PYTHON OUT RES SUITE FINETUNE PROBE PICK STEPS SMOKE_TRAIN DEVICE_FLAGS TRAIN_FLAGS
 
-# seed by seed: its pretraining runs first (dar, the longest, at the head), then its evaluations
+# every pretraining first, seed by seed (dar, the longest, at the head), then the evaluations
 lines=()
 for seed in $SEEDS; do
     for arm in dar ${REGISTERED_ARMS/dar /}; do
         [[ " $ARMS " != *" $arm "* ]] || lines+=("pretrain $arm $seed")
     done
+done
+for seed in $SEEDS; do
     for model in $REGISTERED_ARMS $(printf 'init-%s ' $INITS); do
         [[ " $ARMS " == *" ${model#init-} "* ]] || continue
         for task in $TASKS; do lines+=("finetune $model $seed $task" "linprobe $model $seed $task")

@@ -67,7 +67,12 @@ def test_the_rule_on_a_record_with_known_answers(tmp_path):
                 'vm_2s': [a + d for a, d in zip(ar, lead[:4])],  # a seed missing
                 'init-ar': [50.0] * 5, 'init-mlm15': [55.0, 55.0, 55.5, 55.0, 55.0]}
     write_claim_record(tmp_path / 'record', finetune, linprobe={'ar': ar, 'mlm15': ar})
+    (tmp_path / 'record' / 'runs' / 'dar' / '2204' / 'failed.txt').write_text(
+        'pretraining: train.py: error: training loss is nan at iter 40\n')  # as a diverged run
     lines = tc.report(str(tmp_path / 'record'), str(tmp_path / 'out'))
+    assert ('Failed runs (never retuned; their seeds leave the comparisons that need them not '
+            'decided): runs/dar/2204: pretraining: train.py: error: training loss is nan at iter '
+            '40.') in lines
     found = verdicts(lines)
     assert found['C1'] == 'effect' and found['C2'] == 'no effect' and found['C3'] == 'no effect'
     assert found['C4'] == 'not decided'  # vm_2s has four seeds: the intersection waits for it
@@ -76,7 +81,8 @@ def test_the_rule_on_a_record_with_known_answers(tmp_path):
     # D1: (mlm15 - init-mlm15) - (ar - init-ar) = lead - 5 (- 0.5 on the third seed): below 0
     assert found['D1'] == 'no effect'
     row = next(line for line in lines if line.startswith('| C1 | line_bigram_shift |'))
-    _, p = paired_t_test(np.round(lead, 2))
+    differences = np.array(finetune['mlm15']) - np.array(ar)  # the accuracies as recorded
+    _, p = paired_t_test(differences)
     assert f"| {np.mean(lead):.2f} ± {np.std(lead, ddof=1):.2f} | {p:.2g} | 0.062 | 0.74 |" in row
     assert '| C1 | effect | – |' in lines  # Holm waits for every primary hypothesis
     assert (tmp_path / 'out' / 'tables.md').read_text() == '\n'.join(lines).rstrip() + '\n'
