@@ -4,7 +4,7 @@
 # step, an evaluation: vision.sh, vision_pilot.sh, vision_concat.sh). The scripts export the functions to the jobs
 # they run two at a time (xargs -P). train_once reads PYTHON, OUT (checkpoints), RES (the record) and STEPS; the
 # image functions PYTHON, and DEVICE_FLAGS and TRAIN_FLAGS where the script has them; the text experiments' clocked
-# jobs (timed, resumed, flagged, evaluate: text_scale.sh, text_claim.sh) also OUT, RES and SUITE.
+# jobs (timed, resumed, pretrain_once, flagged, evaluate: text_scale.sh, text_claim.sh) also OUT, RES and SUITE.
 
 env_error() {  # env_error NAME WHAT: one line naming the variable and what it takes; nothing has run yet
     echo "${0##*/}: error: $1='${!1}' $2" >&2
@@ -117,6 +117,35 @@ resumed() {  # resumed CLOCK: a run resumed after stops keeps a line a part in C
     [ -f "$1.stopped" ] || return 0
     cat "$1.stopped" "$1" > "$1.tmp" && mv "$1.tmp" "$1" && rm "$1.stopped"
 }
+pretrain_once() {  # pretrain_once DIR KEEP STEPS WHAT CONFIG ARG...: train.py CONFIG ARG... for STEPS steps (its own
+    # cosine) into DIR, once, under a lock (evaluations of it may start side by side), resumed from an interrupted run's
+    # checkpoint; its log and clock kept in KEEP (log_retrained.jsonl beside a recorded log: a clone without
+    # checkpoints). A run that fails, not stopped by a signal, is recorded as KEEP/failed.txt and never trained again
+    local dir=$1 keep=$2 steps=$3 what=$4 start=--init_from=scratch suffix="" clock status
+    shift 4
+    mkdir -p "$(dirname "$dir")"
+    (
+        flock 9
+        log_at "$dir/log.jsonl" "$steps" && [ -f "$dir/ckpt_best.pt" ] && exit 0
+        [ ! -f "$keep/failed.txt" ] || { echo "failed before: $what pretraining: $keep/failed.txt" >&2; exit 1; }
+        [ -f "$dir/ckpt_last.pt" ] && start=--init_from=resume
+        mkdir -p "$dir" "$keep"
+        log_at "$keep/log.jsonl" "$steps" && suffix=_retrained
+        clock=$keep/pretrain$suffix.time
+        [ "$start" = --init_from=resume ] || rm -f "$clock.stopped"  # no earlier part to count
+        timed "$clock" "$dir.txt" $PYTHON train.py "$1" --max_iters="$steps" --lr_decay_iters="$steps" --progress=False \
+            "${@:2}" $start --overwrite=True --out_dir="$dir" || {
+            status=$?  # a signal's status (128 + its number) stops a run; any other fails it
+            [ $status -gt 128 ] || echo "pretraining: $(tail -n 1 "$dir.txt")" > "$keep/failed.txt"
+            run_failed "$what pretraining" "$dir.txt"
+            exit 1
+        }
+        resumed "$clock"
+        cp "$dir/log.jsonl" "$keep/log$suffix.jsonl"
+        flagged "$keep" "pretrain$suffix"
+        echo "done: pretraining $what"
+    ) 9> "$dir.lock"
+}
 flagged() {  # flagged KEEP WHAT: the device and train flags beside the result WHAT, where given
     [ -z "$DEVICE_FLAGS$TRAIN_FLAGS" ] || echo "$2: DEVICE_FLAGS=$DEVICE_FLAGS TRAIN_FLAGS=$TRAIN_FLAGS" >> "$1/flags.txt"
 }
@@ -195,4 +224,4 @@ image_eval() {  # image_eval WHAT LOG ARG...: eval_vision.py ARG... (config firs
     $PYTHON eval_vision.py "$@" ${DEVICE_FLAGS:-} --overwrite=True --progress=False > "$log" 2>&1 ||
         { run_failed "$what" "$log"; return 1; }
 }
-export -f run_failed timed resumed flagged evaluate train_once config image_config image_init log_at image_pretrain image_first_step image_eval
+export -f run_failed timed resumed pretrain_once flagged evaluate train_once config image_config image_init log_at image_pretrain image_first_step image_eval

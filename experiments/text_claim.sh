@@ -139,33 +139,10 @@ EOF
 
 # -----------------------------------------------------------------------------
 # the jobs
-pretrained() {  # pretrained ARM SEED: ARM/SEED in $OUT, trained once under a lock (evaluations of
-    # it may start side by side; an interrupted run resumes), its log and clock kept
-    local dir=$OUT/$1/$2 keep=$RES/runs/$1/$2 start=--init_from=scratch suffix="" clock status
-    mkdir -p "$OUT/$1"
-    (
-        flock 9
-        log_at "$dir/log.jsonl" "$STEPS" && [ -f "$dir/ckpt_best.pt" ] && exit 0
-        [ ! -f "$keep/failed.txt" ] || { echo "failed before: $keep/failed.txt" >&2; exit 1; }
-        [ -f "$dir/ckpt_last.pt" ] && start=--init_from=resume
-        mkdir -p "$dir" "$keep"
-        log_at "$keep/log.jsonl" "$STEPS" && suffix=_retrained  # a clone without checkpoints
-        clock=$keep/pretrain$suffix.time
-        [ "$start" = --init_from=resume ] || rm -f "$clock.stopped"  # no earlier part to count
-        # shellcheck disable=SC2086
-        timed "$clock" "$dir.txt" $PYTHON train.py "config/$1_shakespeare_bytes.py" \
-            --max_iters="$STEPS" --lr_decay_iters="$STEPS" --progress=False $SMOKE_TRAIN \
-            $DEVICE_FLAGS $TRAIN_FLAGS --seed="$2" $start --overwrite=True --out_dir="$dir" || {
-            status=$?  # a signal's status (128 + its number) stops a run; any other fails it
-            [ $status -gt 128 ] || echo "pretraining: $(tail -n 1 "$dir.txt")" > "$keep/failed.txt"
-            run_failed "$1 $2 pretraining" "$dir.txt"
-            exit 1
-        }
-        resumed "$clock"
-        cp "$dir/log.jsonl" "$keep/log$suffix.jsonl"
-        flagged "$keep" "pretrain$suffix"
-        echo "done: pretraining $1 $2"
-    ) 9> "$OUT/$1/$2.lock"
+pretrained() {  # pretrained ARM SEED: ARM/SEED in $OUT, trained once (runs.sh: pretrain_once)
+    # shellcheck disable=SC2086
+    pretrain_once "$OUT/$1/$2" "$RES/runs/$1/$2" "$STEPS" "$1 $2" "config/$1_shakespeare_bytes.py" \
+        $SMOKE_TRAIN $DEVICE_FLAGS $TRAIN_FLAGS --seed="$2"
 }
 first_step() {  # first_step ARM SEED: one step of ARM's config into init-ARM/SEED, on the CPU: only
     # its config and seed are read (random:<its ckpt_last.pt> rebuilds the weights runs start from)

@@ -433,6 +433,10 @@ def report(record=DEFAULT, res=DEFAULT):
     entries = {task: entry(names, {name: verdicts[task, name] for name in names}) for task in tasks}
     lines += ["## Where each task enters (R2: the smallest scale that passes)", "",
               "| task | entry |", "|---|---|"] + [f"| {task} | {entries[task]} |" for task in tasks]
+    failed = [f"{os.path.relpath(os.path.dirname(path), record)}: {open(path).read().strip()}"
+              for path in sorted(glob.glob(os.path.join(record, 'runs', '*', '*', 'failed.txt')))]
+    lines += ["", "Failed runs (never retuned; the scales that need them stay not decided): "
+              + ('; '.join(failed) or 'none') + '.']
     lines += [""] + curve_section(res, settings, constants, scales, flops, points, entries, clocks,
                                   flags, tasks)
     lines += cost_section(settings, clocks, flags, chosen, scales)

@@ -223,29 +223,11 @@ EOF
 
 # -----------------------------------------------------------------------------
 # the jobs
-pretrained() {  # pretrained ARCH STEPS SEED: ar-ARCH-STEPS/SEED in $OUT, trained once under a lock
-    # (fine-tunes of it may start side by side; an interrupted run resumes), its log and clock kept
-    local name=ar-$1-$2 dir keep start=--init_from=scratch suffix="" clock
-    dir=$OUT/$name/$3 keep=$RES/runs/$name/$3
-    mkdir -p "$OUT/$name"
-    (
-        flock 9
-        log_at "$dir/log.jsonl" "$2" && [ -f "$dir/ckpt_best.pt" ] && exit 0
-        [ -f "$dir/ckpt_last.pt" ] && start=--init_from=resume
-        mkdir -p "$dir" "$keep"
-        log_at "$keep/log.jsonl" "$2" && suffix=_retrained  # a clone without checkpoints
-        clock=$keep/pretrain$suffix.time
-        [ "$start" = --init_from=resume ] || rm -f "$clock.stopped"  # no earlier part to count
-        # shellcheck disable=SC2046,SC2086
-        timed "$clock" "$dir.txt" $PYTHON train.py $PRETRAIN \
-            $(arch_flags "$1") --max_iters="$2" --lr_decay_iters="$2" --progress=False \
-            $SMOKE_TRAIN $DEVICE_FLAGS $TRAIN_FLAGS --seed="$3" $start --overwrite=True \
-            --out_dir="$dir" || { run_failed "$name $3 pretraining" "$dir.txt"; exit 1; }
-        resumed "$clock"
-        cp "$dir/log.jsonl" "$keep/log$suffix.jsonl"
-        flagged "$keep" "pretrain$suffix"
-        echo "done: pretraining $name $3"
-    ) 9> "$OUT/$name/$3.lock"
+pretrained() {  # pretrained ARCH STEPS SEED: ar-ARCH-STEPS/SEED in $OUT, trained once (runs.sh:
+    # pretrain_once: under a lock, resumed where interrupted, its log and clock kept)
+    # shellcheck disable=SC2046,SC2086
+    pretrain_once "$OUT/ar-$1-$2/$3" "$RES/runs/ar-$1-$2/$3" "$2" "ar-$1-$2 $3" $PRETRAIN \
+        $(arch_flags "$1") $SMOKE_TRAIN $DEVICE_FLAGS $TRAIN_FLAGS --seed="$3"
 }
 first_step() {  # first_step ARCH SEED: one step of the recipe into init-ARCH/SEED, on the CPU: only
     # its config and seed are read (random:<its ckpt_last.pt> rebuilds the weights runs start from)

@@ -130,3 +130,40 @@ into_record {record} echo redrawn
     result = subprocess.run(['bash', '-c', script], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0 and result.stdout == 'status 1\nsamples.txt\nrecorded\n', result.stderr
     assert record.read_text() == 'redrawn\n'
+
+
+def test_a_pretraining_that_fails_is_recorded_once_and_a_stopped_one_resumes_with_its_clock(tmp_path):
+    """pretrain_once (text_scale.sh, text_claim.sh): a run that fails (status 1: a diverging loss) leaves KEEP/failed.txt
+    with its log's last line and is never trained again; a run stopped by a signal (status 143) leaves no failed.txt,
+    and the clock of its part joins the resumed run's, a line a part."""
+    calls, fake = tmp_path / 'calls.log', tmp_path / 'python'
+    fake.write_text(f"""#!/bin/bash
+echo "$@" >> {calls}
+dir=""; for a in "$@"; do case $a in --out_dir=*) dir=${{a#--out_dir=}} ;; esac; done
+mkdir -p "$dir"
+case "$*" in
+    *--seed=1*) echo "train.py: error: training loss is nan at iter 40" >&2; exit 1 ;;
+    *--seed=2*--init_from=scratch*) touch "$dir/ckpt_last.pt"; exit 143 ;;
+esac
+echo '{{"iter": 20, "val_loss": 3.0}}' > "$dir/log.jsonl"; touch "$dir/ckpt_best.pt"
+""")
+    fake.chmod(0o755)
+    script = f"""set -uo pipefail
+source experiments/runs.sh
+PYTHON={fake} DEVICE_FLAGS= TRAIN_FLAGS=
+for seed in 1 1 2 2; do
+    pretrain_once {tmp_path}/out/$seed {tmp_path}/res/$seed 20 "arm $seed" config/x.py --seed=$seed 2> /dev/null
+    echo "status $?"
+done
+"""
+    result = subprocess.run(['bash', '-c', script], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.stdout.splitlines() == ['status 1', 'status 1', 'status 1', 'done: pretraining arm 2', 'status 0']
+    assert (tmp_path / 'res' / '1' / 'failed.txt').read_text() == \
+        'pretraining: train.py: error: training loss is nan at iter 40\n'
+    ran = calls.read_text().splitlines()
+    assert [line.split('--seed=')[1].split()[0] for line in ran] == ['1', '2', '2']  # seed 1 not again
+    assert '--init_from=resume' in ran[2] and '--max_iters=20 --lr_decay_iters=20' in ran[2]
+    kept = sorted(os.listdir(tmp_path / 'res' / '2'))
+    assert kept == ['log.jsonl', 'pretrain.time']  # no failed.txt, no part left over
+    clock = (tmp_path / 'res' / '2' / 'pretrain.time').read_text().splitlines()
+    assert len(clock) == 2 and all(re.fullmatch(r'cpu_s [\d.]+ [\d.]+ wall_s [\d.]+', line) for line in clock)
