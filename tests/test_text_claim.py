@@ -3,8 +3,6 @@ judges, the rule on records with known answers, and the script end to end on a s
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,7 +12,8 @@ from experiments import text_claim as tc
 from experiments import text_scale as ts
 from experiments.data_constrained import registered, registered_mdes
 from experiments.stats import paired_t_test
-from test_text_scale import known_margins, write_record as write_scale_record
+from test_text_scale import known_margins, run_script as run_scale_script
+from test_text_scale import write_record as write_scale_record
 
 SEEDS = [2200, 2201, 2202, 2203, 2204]
 ARMS = ['ar', 'dar', 'mlm15', 'mlm15_2s', 'vm', 'vm_2s']
@@ -113,10 +112,7 @@ def test_entered_reads_the_smallest_scale_at_which_a_task_enters(tmp_path):
 
 
 def run_script(tmp_path, **env):
-    env = {**os.environ, 'PYTHON': sys.executable, 'OUT': str(tmp_path / 'out'),
-           'RES': str(tmp_path / 'res'), **env}
-    return subprocess.run(['bash', tc.SCRIPT], env=env, capture_output=True, text=True,
-                          timeout=900)  # a hang guard
+    return run_scale_script(tmp_path, tc.SCRIPT, **env)
 
 
 def test_the_script_refuses_the_record_for_a_smoke_run_and_waits_for_an_entered_task(tmp_path):

@@ -297,10 +297,10 @@ def test_the_record_regenerates_its_tables(tmp_path):
 # the script
 
 
-def run_script(tmp_path, **env):
+def run_script(tmp_path, script=ts.SCRIPT, **env):
     env = {**os.environ, 'PYTHON': sys.executable, 'OUT': str(tmp_path / 'out'),
            'RES': str(tmp_path / 'res'), **env}
-    return subprocess.run(['bash', ts.SCRIPT], env=env, capture_output=True, text=True,
+    return subprocess.run(['bash', script], env=env, capture_output=True, text=True,
                           timeout=900)  # a hang guard
 
 
